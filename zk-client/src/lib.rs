@@ -1,0 +1,2 @@
+//! Async ZooKeeper client (under construction).
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! ZooKeeper coordination recipes (under construction).
+#![forbid(unsafe_code)]

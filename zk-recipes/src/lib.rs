@@ -1,2 +1,4 @@
 //! ZooKeeper coordination recipes (under construction).
 #![forbid(unsafe_code)]
+
+pub mod lock;

@@ -1,0 +1,3 @@
+//! Locks.
+
+pub mod naming;

@@ -1,0 +1,285 @@
+//! Lock node names: Curator's protected layout, sequence parsing and the shared ordering.
+//!
+//! Our nodes are named exactly like Curator's: `_c_<uuid>-<lock name><seq>`, where `<seq>` is
+//! the 10-character `%010d` suffix the server appends to sequential nodes. Contenders are
+//! ordered by that trailing sequence number, whatever library named them, so a Rust locker
+//! queues correctly behind Curator's `…-lock-0000000012`, go-zookeeper's
+//! `_c_<hex>-lock-0000000012` and kazoo's `<hex>__lock__0000000012`.
+
+use uuid::Uuid;
+
+/// Prefix Curator puts before the guid of a protected node.
+pub const PROTECTED_PREFIX: &str = "_c_";
+/// Length of `_c_` + a 36-character dashed UUID + `-`.
+pub const PROTECTED_PREFIX_LEN: usize = 40;
+/// Length of the sequence suffix the server appends (`%010d`).
+pub const SEQUENCE_LEN: usize = 10;
+
+/// Lock name of Curator's `InterProcessMutex`.
+pub const MUTEX_LOCK_NAME: &str = "lock-";
+/// Lock name of the read side of Curator's `InterProcessReadWriteLock`.
+pub const READ_LOCK_NAME: &str = "__READ__";
+/// Lock name of the write side of Curator's `InterProcessReadWriteLock`.
+pub const WRITE_LOCK_NAME: &str = "__WRIT__";
+/// Marker of kazoo's exclusive lock nodes.
+pub const KAZOO_LOCK_MARKER: &str = "__lock__";
+/// Marker of kazoo's read lock nodes.
+pub const KAZOO_READ_MARKER: &str = "__rlock__";
+
+/// The protected prefix for a guid: `_c_<uuid>-`.
+pub fn protected_prefix(guid: &Uuid) -> String {
+    format!("{PROTECTED_PREFIX}{}-", guid.hyphenated())
+}
+
+/// The name to create (before the server appends the sequence): `_c_<uuid>-<lock_name>`.
+pub fn protected_node_name(guid: &Uuid, lock_name: &str) -> String {
+    format!("{}{lock_name}", protected_prefix(guid))
+}
+
+/// Whether `name` is a protected name in Curator's sense: longer than 40 characters, starts
+/// with `_c_`, has `-` at index 39 and a UUID at 3..39.
+pub fn is_protected(name: &str) -> bool {
+    protected_guid(name).is_some()
+}
+
+/// The guid of a protected name, if it is one.
+pub fn protected_guid(name: &str) -> Option<Uuid> {
+    if name.len() <= PROTECTED_PREFIX_LEN
+        || !name.starts_with(PROTECTED_PREFIX)
+        || name.as_bytes().get(PROTECTED_PREFIX_LEN - 1) != Some(&b'-')
+    {
+        return None;
+    }
+    let guid = name.get(PROTECTED_PREFIX.len()..PROTECTED_PREFIX_LEN - 1)?;
+    Uuid::parse_str(guid).ok()
+}
+
+/// The sequence number at the end of a sequential node's name: the last 10 characters parsed
+/// as a signed 32-bit decimal (the server formats the parent's `cversion` with `%010d`, which
+/// goes negative after overflow, e.g. `-000000012`).
+pub fn sequence_of(name: &str) -> Option<i32> {
+    let tail = name.get(name.len().checked_sub(SEQUENCE_LEN)?..)?;
+    let digits = tail.strip_prefix('-').unwrap_or(tail);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    tail.parse().ok()
+}
+
+/// What a contender in a lock queue asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Intent {
+    /// Shares the lock with other readers (`__READ__`, kazoo's `__rlock__`).
+    Read,
+    /// Excludes everyone (`__WRIT__`, `lock-`, kazoo's `__lock__`, anything else sequential).
+    Write,
+}
+
+/// Whether a child name is a read request of any library we know.
+pub fn intent_of(name: &str) -> Intent {
+    if name.contains(READ_LOCK_NAME) || name.contains(KAZOO_READ_MARKER) {
+        Intent::Read
+    } else {
+        Intent::Write
+    }
+}
+
+/// One node of a lock queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Contender {
+    /// The child name.
+    pub name: String,
+    /// Its trailing sequence number.
+    pub sequence: i32,
+    /// Read or write.
+    pub intent: Intent,
+}
+
+/// Turns a parent's children into the lock queue: every child with a trailing sequence
+/// number, ordered by that number (ties, which the server never produces under one parent,
+/// by name). Children without a sequence are not contenders.
+pub fn queue(children: &[String]) -> Vec<Contender> {
+    let mut queue: Vec<Contender> = children
+        .iter()
+        .filter_map(|name| {
+            Some(Contender {
+                sequence: sequence_of(name)?,
+                intent: intent_of(name),
+                name: name.clone(),
+            })
+        })
+        .collect();
+    queue.sort_by(|a, b| {
+        a.sequence
+            .cmp(&b.sequence)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    queue
+}
+
+/// What a contender must do next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Position {
+    /// The lock is ours.
+    Acquired,
+    /// Wait for this node to go away, then look again.
+    WaitFor(String),
+    /// Our node is not in the queue (deleted by someone, or the session ended).
+    Missing,
+}
+
+/// Where `ours` stands in `queue` for the given intent.
+///
+/// - Write (and the plain mutex): held when first; otherwise watch the immediate predecessor.
+/// - Read: held when no write request precedes ours; otherwise watch the nearest preceding
+///   write request (the ZooKeeper recipe's rule, which wakes only readers a writer's release
+///   unblocks; Curator watches the lowest write node instead).
+pub fn position(queue: &[Contender], ours: &str, intent: Intent) -> Position {
+    let Some(index) = queue.iter().position(|c| c.name == ours) else {
+        return Position::Missing;
+    };
+    let before = &queue[..index];
+    let blocker = match intent {
+        Intent::Write => before.last(),
+        Intent::Read => before.iter().rev().find(|c| c.intent == Intent::Write),
+    };
+    match blocker {
+        None => Position::Acquired,
+        Some(c) => Position::WaitFor(c.name.clone()),
+    }
+}
+
+/// Finds our node among the children by its guid (the protected create's recovery step).
+pub fn find_by_guid<'a>(children: &'a [String], guid: &Uuid) -> Option<&'a str> {
+    let prefix = protected_prefix(guid);
+    children
+        .iter()
+        .map(String::as_str)
+        .find(|name| name.starts_with(&prefix))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn protected_names_match_curators_layout() {
+        let guid = Uuid::parse_str("53345f98-9423-4e0c-a7b5-9f819e3ec2e1").unwrap();
+        let name = format!("{}0000000012", protected_node_name(&guid, MUTEX_LOCK_NAME));
+        assert_eq!(
+            name,
+            "_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1-lock-0000000012"
+        );
+        assert!(is_protected(&name));
+        assert_eq!(protected_guid(&name), Some(guid));
+        assert_eq!(sequence_of(&name), Some(12));
+        // Curator's read/write names have the same length as the mutex prefix on purpose.
+        assert_eq!(READ_LOCK_NAME.len(), WRITE_LOCK_NAME.len());
+    }
+
+    #[test]
+    fn unprotected_names_are_not_protected() {
+        assert!(!is_protected("lock-0000000001"));
+        assert!(!is_protected(
+            "_c_not-a-uuid-at-all-but-long-enough-lock-0000000001"
+        ));
+        assert!(!is_protected("_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1"));
+        assert!(!is_protected(
+            "é_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1-lock-0000000001"
+        ));
+    }
+
+    #[test]
+    fn sequences_parse_including_negative_overflow() {
+        assert_eq!(sequence_of("x-lock-0000000007"), Some(7));
+        assert_eq!(sequence_of("x-lock--000000012"), Some(-12));
+        assert_eq!(sequence_of("abc__lock__2147483647"), Some(i32::MAX));
+        assert_eq!(sequence_of("leases"), None);
+        assert_eq!(sequence_of("lock-00000000x1"), None);
+        assert_eq!(sequence_of("é0000000001"), Some(1));
+        assert_eq!(sequence_of("ééééé"), None);
+    }
+
+    #[test]
+    fn mixed_libraries_queue_by_trailing_sequence() {
+        let children = names(&[
+            "6f1c2a9be0c94b1e8f0a0b1c2d3e4f50__lock__0000000003", // kazoo
+            "_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1-lock-0000000004", // Curator / ours
+            "_c_0123456789abcdef0123456789abcdef-lock-0000000001", // go-zookeeper
+            "leases",                                             // not a contender
+            "_c_11111111-2222-3333-4444-555555555555-lock-0000000002",
+        ]);
+        let q = queue(&children);
+        let seqs: Vec<i32> = q.iter().map(|c| c.sequence).collect();
+        assert_eq!(seqs, vec![1, 2, 3, 4]);
+        // The Curator node at 4 must wait for the kazoo holder at 3, not skip it.
+        assert_eq!(
+            position(&q, &children[1], Intent::Write),
+            Position::WaitFor(children[0].clone())
+        );
+        assert_eq!(
+            position(&q, &children[2], Intent::Write),
+            Position::Acquired
+        );
+        assert_eq!(
+            position(&q, "gone-0000000009", Intent::Write),
+            Position::Missing
+        );
+    }
+
+    #[test]
+    fn readers_share_and_wait_only_for_the_nearest_writer() {
+        let children = names(&[
+            "_c_a-__READ__0000000001",
+            "_c_b-__READ__0000000002",
+            "_c_c-__WRIT__0000000003",
+            "_c_d-__READ__0000000004",
+            "_c_e-__READ__0000000005",
+            "_c_f-__WRIT__0000000006",
+        ]);
+        let q = queue(&children);
+        assert_eq!(position(&q, &children[0], Intent::Read), Position::Acquired);
+        assert_eq!(position(&q, &children[1], Intent::Read), Position::Acquired);
+        // The writer waits for its immediate predecessor only.
+        assert_eq!(
+            position(&q, &children[2], Intent::Write),
+            Position::WaitFor(children[1].clone())
+        );
+        // Later readers all watch the same writer, not each other.
+        assert_eq!(
+            position(&q, &children[3], Intent::Read),
+            Position::WaitFor(children[2].clone())
+        );
+        assert_eq!(
+            position(&q, &children[4], Intent::Read),
+            Position::WaitFor(children[2].clone())
+        );
+        assert_eq!(
+            position(&q, &children[5], Intent::Write),
+            Position::WaitFor(children[4].clone())
+        );
+    }
+
+    #[test]
+    fn kazoo_read_nodes_count_as_readers() {
+        assert_eq!(intent_of("abcd__rlock__0000000001"), Intent::Read);
+        assert_eq!(intent_of("abcd__lock__0000000001"), Intent::Write);
+        assert_eq!(intent_of("_c_x-lock-0000000001"), Intent::Write);
+    }
+
+    #[test]
+    fn guid_lookup_finds_only_our_node() {
+        let ours = Uuid::new_v4();
+        let other = Uuid::new_v4();
+        let children = names(&[
+            &format!("{}0000000001", protected_node_name(&other, MUTEX_LOCK_NAME)),
+            &format!("{}0000000002", protected_node_name(&ours, MUTEX_LOCK_NAME)),
+        ]);
+        assert_eq!(find_by_guid(&children, &ours), Some(children[1].as_str()));
+        assert_eq!(find_by_guid(&children, &Uuid::new_v4()), None);
+    }
+}

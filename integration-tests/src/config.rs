@@ -1,0 +1,154 @@
+//! Ports and server configuration shared by both backends.
+
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Mutex;
+
+use rand::Rng;
+
+/// `tickTime` of every server: sessions may last 1 s (2 ticks) .. 60 s (`maxSessionTimeout`).
+pub(crate) const TICK_TIME_MS: u32 = 500;
+/// `maxSessionTimeout` of every server.
+pub(crate) const MAX_SESSION_TIMEOUT_MS: u32 = 60_000;
+/// JVM flags of every server: small heap, small txn-log preallocation, TTL nodes, read-only mode.
+pub(crate) const JVM_FLAGS: &str = "-Xmx256m -XX:-UsePerfData -Dzookeeper.preAllocSize=1024 \
+     -Dzookeeper.extendedTypesEnabled=true -Dreadonlymode.enabled=true";
+
+/// The three ports of one server, all on 127.0.0.1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ports {
+    pub(crate) client: u16,
+    pub(crate) quorum: u16,
+    pub(crate) election: u16,
+}
+
+impl Ports {
+    pub(crate) fn pick() -> Ports {
+        Ports {
+            client: free_port(),
+            quorum: free_port(),
+            election: free_port(),
+        }
+    }
+}
+
+/// One member of a (one- or three-node) cluster.
+#[derive(Debug, Clone)]
+pub(crate) struct NodeSpec {
+    /// `myid`, 1-based.
+    pub(crate) id: u32,
+    /// The ports of every member, index `id - 1`.
+    pub(crate) members: Vec<Ports>,
+}
+
+impl NodeSpec {
+    pub(crate) fn ports(&self) -> Ports {
+        self.members[self.id as usize - 1]
+    }
+
+    pub(crate) fn client_addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.ports().client))
+    }
+
+    pub(crate) fn standalone(&self) -> bool {
+        self.members.len() == 1
+    }
+
+    /// `server.N=127.0.0.1:quorum:election;client` for each member (the official image's
+    /// `ZOO_SERVERS` format; the client port comes from this line, there is no `clientPort`).
+    pub(crate) fn server_lines(&self) -> Vec<String> {
+        self.members
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                format!(
+                    "server.{}=127.0.0.1:{}:{};{}",
+                    i + 1,
+                    p.quorum,
+                    p.election,
+                    p.client
+                )
+            })
+            .collect()
+    }
+
+    /// Settings beyond the official image's own variables (its `ZOO_CFG_EXTRA`).
+    pub(crate) fn extra_lines(&self) -> Vec<String> {
+        vec![
+            format!("maxSessionTimeout={MAX_SESSION_TIMEOUT_MS}"),
+            "localSessionsEnabled=false".to_owned(),
+        ]
+    }
+
+    /// Environment for an image following the official `zookeeper` image's conventions.
+    pub(crate) fn docker_env(&self) -> Vec<(String, String)> {
+        let pairs = [
+            ("ZOO_MY_ID", self.id.to_string()),
+            ("ZOO_SERVERS", self.server_lines().join(" ")),
+            ("ZOO_TICK_TIME", TICK_TIME_MS.to_string()),
+            ("ZOO_INIT_LIMIT", "10".to_owned()),
+            ("ZOO_SYNC_LIMIT", "5".to_owned()),
+            ("ZOO_STANDALONE_ENABLED", self.standalone().to_string()),
+            ("ZOO_ADMINSERVER_ENABLED", "false".to_owned()),
+            ("ZOO_4LW_COMMANDS_WHITELIST", "*".to_owned()),
+            ("ZOO_MAX_CLIENT_CNXNS", "0".to_owned()),
+            ("ZOO_CFG_EXTRA", self.extra_lines().join(" ")),
+            ("JVMFLAGS", JVM_FLAGS.to_owned()),
+        ];
+        pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+    }
+
+    /// The `zoo.cfg` of a local process whose data lives in `data_dir`.
+    pub(crate) fn zoo_cfg(&self, data_dir: &str) -> String {
+        let mut lines = vec![
+            format!("dataDir={data_dir}"),
+            format!("tickTime={TICK_TIME_MS}"),
+            "initLimit=10".to_owned(),
+            "syncLimit=5".to_owned(),
+            "maxClientCnxns=0".to_owned(),
+            format!("standaloneEnabled={}", self.standalone()),
+            "admin.enableServer=false".to_owned(),
+            "4lw.commands.whitelist=*".to_owned(),
+        ];
+        lines.extend(self.extra_lines());
+        lines.extend(self.server_lines());
+        lines.join("\n") + "\n"
+    }
+}
+
+/// Specs of an `n`-member cluster with fresh ports.
+pub(crate) fn cluster(n: u32) -> Vec<NodeSpec> {
+    let members: Vec<Ports> = (0..n).map(|_| Ports::pick()).collect();
+    (1..=n)
+        .map(|id| NodeSpec {
+            id,
+            members: members.clone(),
+        })
+        .collect()
+}
+
+static NEXT_PORT: Mutex<u16> = Mutex::new(0);
+const PORT_LOW: u16 = 20_000;
+const PORT_HIGH: u16 = 32_000; // below Linux's ephemeral range (32768..)
+
+/// A port on 127.0.0.1 that is free now and that this process has not handed out before.
+///
+/// Ports come from 20000..32000, below the kernel's ephemeral range, so outgoing connections
+/// do not take them between the check and the server's bind.
+pub(crate) fn free_port() -> u16 {
+    let mut next = NEXT_PORT.lock().unwrap_or_else(|e| e.into_inner());
+    if *next == 0 {
+        *next = rand::thread_rng().gen_range(PORT_LOW..PORT_HIGH);
+    }
+    for _ in 0..(PORT_HIGH - PORT_LOW) {
+        let port = *next;
+        *next = if port + 1 >= PORT_HIGH {
+            PORT_LOW
+        } else {
+            port + 1
+        };
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port on 127.0.0.1 in {PORT_LOW}..{PORT_HIGH}");
+}

@@ -11,6 +11,11 @@ pub const PING: i32 = -2;
 /// An `AuthPacket` and its reply (`ClientCnxn.AUTHPACKET_XID`).
 pub const AUTH: i32 = -4;
 /// `SetWatches`/`SetWatches2` sent on reconnect, and its reply (`ClientCnxn.SET_WATCHES_XID`).
+///
+/// The 3.8 Java client builds its SetWatches packet with this xid, but `ClientCnxnSocketNIO`
+/// then gives every packet other than ping and auth the next ordinary xid, so what a 3.8
+/// client actually sends (and the server echoes) is an ordinary xid; see the
+/// `watch.reconnect.*` golden vectors. The server accepts either.
 pub const SET_WATCHES: i32 = -8;
 
 /// Whether `xid` is one of the special values above rather than an ordinary request id.

@@ -248,7 +248,11 @@ fn every_captured_frame_decodes_and_reencodes_byte_exact() {
             // Same length; differs only in 4-byte windows where the capture has the jute
             // null marker and the re-encoding an empty length.
             assert_eq!(again.len(), f.wire.len(), "{}", f.name);
-            assert_ne!(again, f.wire, "{} is byte-exact: drop it from the list", f.name);
+            assert_ne!(
+                again, f.wire,
+                "{} is byte-exact: drop it from the list",
+                f.name
+            );
             let mut i = 0;
             while i < again.len() {
                 if again[i] == f.wire[i] {
@@ -354,7 +358,10 @@ fn every_record_family_is_covered() {
         OpCode::WhoAmI,
         OpCode::CloseSession,
     ] {
-        assert!(ops.contains(&op.as_i32()), "no captured request with {op:?}");
+        assert!(
+            ops.contains(&op.as_i32()),
+            "no captured request with {op:?}"
+        );
     }
 }
 
@@ -368,7 +375,10 @@ fn connect_new_session() {
     assert_eq!(req.timeout, 4000);
     assert_eq!(req.session_id, 0);
     assert_eq!(&req.passwd[..], &[0u8; 16]);
-    assert!(req.read_only, "Capture.java connects with canBeReadOnly = true");
+    assert!(
+        req.read_only,
+        "Capture.java connects with canBeReadOnly = true"
+    );
 
     let rep: ConnectResponse = handshake("connect.new.connect.rep");
     assert_eq!(rep.protocol_version, 0);
@@ -489,7 +499,10 @@ fn create2_container_and_ttl() {
 
     let (h, req): (_, CreateRequest) = request("node.create.container.createContainer.req");
     assert_eq!(h.op, OpCode::CreateContainer.as_i32());
-    assert_eq!(CreateMode::from_flags(req.flags), Some(CreateMode::Container));
+    assert_eq!(
+        CreateMode::from_flags(req.flags),
+        Some(CreateMode::Container)
+    );
     let (_, rep): (_, Create2Response) = reply("node.create.container.createContainer.rep");
     assert_eq!(rep.path, "/zkcap/cont");
     // The server keeps containers apart with a special ephemeralOwner internally, but the
@@ -515,7 +528,13 @@ fn create2_container_and_ttl() {
 fn exists_hit_and_no_node() {
     let (h, req): (_, ExistsRequest) = request("node.exists.hit.exists.req");
     assert_eq!(h.op, OpCode::Exists.as_i32());
-    assert_eq!(req, ExistsRequest { path: "/zkcap".into(), watch: false });
+    assert_eq!(
+        req,
+        ExistsRequest {
+            path: "/zkcap".into(),
+            watch: false
+        }
+    );
     let (_, rep): (_, ExistsResponse) = reply("node.exists.hit.exists.rep");
     assert_eq!(rep.stat.data_length, 4);
     assert!(rep.stat.num_children > 0);
@@ -690,8 +709,7 @@ fn children_family() {
     let (h, req): (_, GetEphemeralsRequest) = request("children.get_ephemerals.getEphemerals.req");
     assert_eq!(h.op, OpCode::GetEphemerals.as_i32());
     assert_eq!(req.prefix_path, "/zkcap");
-    let (_, rep): (_, GetEphemeralsResponse) =
-        reply("children.get_ephemerals.getEphemerals.rep");
+    let (_, rep): (_, GetEphemeralsResponse) = reply("children.get_ephemerals.getEphemerals.rep");
     assert_eq!(rep.ephemerals.len(), 2);
     assert!(rep.ephemerals.iter().any(|p| p == "/zkcap/eph"));
     assert!(rep.ephemerals.iter().any(|p| p.starts_with("/zkcap/eseq-")));
@@ -907,7 +925,13 @@ fn get_config_and_reconfig() {
 #[test]
 fn ping_and_close_session() {
     let (h, Empty) = request("session.ping.ping.req");
-    assert_eq!(h, RequestHeader { xid: xid::PING, op: OpCode::Ping.as_i32() });
+    assert_eq!(
+        h,
+        RequestHeader {
+            xid: xid::PING,
+            op: OpCode::Ping.as_i32()
+        }
+    );
     let (rh, Empty) = reply("session.ping.ping.rep");
     assert_eq!(rh.xid, xid::PING);
     assert_eq!(rh.err, ErrorCode::Ok);

@@ -31,6 +31,28 @@ impl Ports {
     }
 }
 
+/// Server settings a test may change; `Settings::default()` is what [`standalone`](crate::standalone)
+/// and [`ensemble`](crate::ensemble) use.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Settings {
+    /// `localSessionsEnabled` (default false: every session is global, ZooKeeper's default).
+    ///
+    /// A read-only server (an ensemble member without quorum) serves only local sessions: with
+    /// this false it refuses new sessions (`NOTREADONLY`, -119) and closes reconnecting global
+    /// ones, so tests of read-only clients need it true. Local sessions are upgraded to global
+    /// ones on their first ephemeral create.
+    pub local_sessions: bool,
+}
+
+impl Settings {
+    /// Settings with `localSessionsEnabled=true` (see [`Settings::local_sessions`]).
+    pub fn with_local_sessions(mut self) -> Settings {
+        self.local_sessions = true;
+        self
+    }
+}
+
 /// One member of a (one- or three-node) cluster.
 #[derive(Debug, Clone)]
 pub(crate) struct NodeSpec {
@@ -38,6 +60,7 @@ pub(crate) struct NodeSpec {
     pub(crate) id: u32,
     /// The ports of every member, index `id - 1`.
     pub(crate) members: Vec<Ports>,
+    pub(crate) settings: Settings,
 }
 
 impl NodeSpec {
@@ -75,7 +98,7 @@ impl NodeSpec {
     pub(crate) fn extra_lines(&self) -> Vec<String> {
         vec![
             format!("maxSessionTimeout={MAX_SESSION_TIMEOUT_MS}"),
-            "localSessionsEnabled=false".to_owned(),
+            format!("localSessionsEnabled={}", self.settings.local_sessions),
         ]
     }
 
@@ -116,12 +139,13 @@ impl NodeSpec {
 }
 
 /// Specs of an `n`-member cluster with fresh ports.
-pub(crate) fn cluster(n: u32) -> Vec<NodeSpec> {
+pub(crate) fn cluster(n: u32, settings: &Settings) -> Vec<NodeSpec> {
     let members: Vec<Ports> = (0..n).map(|_| Ports::pick()).collect();
     (1..=n)
         .map(|id| NodeSpec {
             id,
             members: members.clone(),
+            settings: settings.clone(),
         })
         .collect()
 }

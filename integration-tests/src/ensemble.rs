@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 
-use crate::config::cluster;
+use crate::config::{cluster, Settings};
 use crate::node::{mode_of, Flavor, Node, ServerMode, READY_TIMEOUT};
 use crate::ZkTarget;
 
@@ -29,12 +29,17 @@ impl Ensemble {
     /// Starts an ensemble of `n` members and waits (up to 60 s) until every member is leader or
     /// follower.
     pub async fn launch(n: u32) -> Ensemble {
+        Ensemble::launch_with(n, &Settings::default()).await
+    }
+
+    /// [`launch`](Self::launch) with non-default settings.
+    pub async fn launch_with(n: u32, settings: &Settings) -> Ensemble {
         assert!(
             n >= 2,
             "an ensemble has at least two members; use Server for one"
         );
         let flavor = Flavor::from_env();
-        let launches = cluster(n).into_iter().map(|spec| {
+        let launches = cluster(n, settings).into_iter().map(|spec| {
             let flavor = flavor.clone();
             async move { Node::launch(spec, &flavor).await }
         });

@@ -43,6 +43,7 @@ pub mod probe;
 pub mod proxy;
 
 pub use chroot::chroot;
+pub use config::Settings;
 pub use ensemble::{ensemble, Ensemble};
 pub use node::{mode_of, ServerMode, DEFAULT_IMAGE, READY_TIMEOUT};
 pub use probe::expire_session;

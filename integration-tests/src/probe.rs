@@ -47,6 +47,9 @@ pub mod op {
 
 /// The server's `NoNode` error code.
 pub const ERR_NO_NODE: i32 = -101;
+/// The server's `NotReadOnly` error code (a read-only server refusing a write, or refusing to
+/// create a new global session).
+pub const ERR_NOT_READ_ONLY: i32 = -119;
 /// The server's `NodeExists` error code.
 pub const ERR_NODE_EXISTS: i32 = -110;
 /// Largest packet the probe accepts (the server's default `jute.maxbuffer` is 1 MiB, plus slack).
@@ -182,15 +185,15 @@ impl Session {
             next_xid: 1,
             io_timeout,
         };
-        let mut body = BytesMut::with_capacity(45);
-        body.put_i32(0); // protocolVersion
-        body.put_i64(0); // lastZxidSeen
-        body.put_i32(i32::try_from(opts.session_timeout.as_millis()).unwrap_or(i32::MAX));
-        body.put_i64(opts.session_id);
-        put_buffer(&mut body, &opts.passwd);
-        body.put_u8(u8::from(opts.read_only));
-        session.send(&body).await?;
+        let packet = connect_packet(opts);
+        bounded(io_timeout, session.stream.write_all(&packet)).await??;
         let mut resp = session.recv().await?;
+        if resp.remaining() == 16 {
+            // Not a ConnectResponse but a reply header {xid 0, zxid, err}: e.g. a read-only
+            // server refusing to create a global session (NOTREADONLY, -119).
+            resp.advance(12);
+            return Err(ProbeError::Server(resp.get_i32()));
+        }
         if resp.remaining() < 16 {
             return Err(ProbeError::Protocol("short ConnectResponse"));
         }
@@ -336,6 +339,27 @@ impl Session {
         let io_timeout = self.io_timeout;
         bounded(io_timeout, read_packet(&mut self.stream)).await?
     }
+}
+
+/// The whole `ConnectRequest` packet (length prefix included) for `opts`, for tests that drive a
+/// raw socket themselves.
+pub fn connect_packet(opts: &ConnectOptions) -> Bytes {
+    let mut body = BytesMut::with_capacity(49);
+    body.put_i32(0); // length, patched below
+    body.put_i32(0); // protocolVersion
+    body.put_i64(0); // lastZxidSeen
+    body.put_i32(i32::try_from(opts.session_timeout.as_millis()).unwrap_or(i32::MAX));
+    body.put_i64(opts.session_id);
+    put_buffer(&mut body, &opts.passwd);
+    body.put_u8(u8::from(opts.read_only));
+    let len = (body.len() - 4) as u32;
+    body[..4].copy_from_slice(&len.to_be_bytes());
+    body.freeze()
+}
+
+/// Reads one length-prefixed packet and returns its body (without the length).
+pub async fn read_packet_from(stream: &mut TcpStream) -> Result<Bytes, ProbeError> {
+    read_packet(stream).await
 }
 
 /// Reads one length-prefixed packet.

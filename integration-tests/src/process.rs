@@ -78,6 +78,7 @@ impl ProcessNode {
         fs::write(data.join("myid"), format!("{}\n", spec.id)).expect("write myid");
         fs::write(dir.join("zoo.cfg"), spec.zoo_cfg(&data.to_string_lossy())).expect("zoo.cfg");
         fs::write(dir.join("log4j.properties"), LOG4J).expect("write log4j.properties");
+        runtime::register(Reap::Dir(&dir.to_string_lossy()));
         let node = ProcessNode {
             dir,
             child: Mutex::new(None),

@@ -441,7 +441,8 @@ async fn writer(
         };
         counter.fetch_add(1, Ordering::SeqCst);
     };
-    if cancelled && *lock(&ctl.cut) == Cut::Reset {
+    // The reader may have ended first (dropping our channel) because of the same cancellation.
+    if (cancelled || ctl.cancel.is_cancelled()) && *lock(&ctl.cut) == Cut::Reset {
         let _ = half.as_ref().set_zero_linger();
         half.forget(); // no FIN first: the socket closes with RST when both halves are gone
     }

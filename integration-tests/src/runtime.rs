@@ -63,22 +63,26 @@ pub(crate) enum Reap<'a> {
     Pid(u32),
     /// A docker container, by id (`docker rm -f -v`).
     Container(&'a str),
+    /// A server's temporary directory (named `zkrs-it-*`), removed after the pids are killed.
+    Dir(&'a str),
 }
 
 // Reads `pid N` / `ctr ID` lines (and `unpid`/`unctr` to forget them) until stdin closes, which
 // happens when the test binary exits in whatever way; then removes what is left. Its loop is
 // bounded by the life of the test binary.
 const REAPER_SCRIPT: &str = r#"
-pids=; ctrs=
+pids=; ctrs=; dirs=
 while read -r kind id; do
   case "$kind" in
     pid) pids="$pids $id" ;;
     ctr) ctrs="$ctrs $id" ;;
+    dir) dirs="$dirs $id" ;;
     unpid) n=; for p in $pids; do [ "$p" = "$id" ] || n="$n $p"; done; pids=$n ;;
     unctr) n=; for c in $ctrs; do [ "$c" = "$id" ] || n="$n $c"; done; ctrs=$n ;;
   esac
 done
 for p in $pids; do kill -9 "$p" 2>/dev/null; done
+for d in $dirs; do case "$d" in /*/zkrs-it-*) rm -rf "$d" ;; esac; done
 if [ -n "$ctrs" ]; then
   if [ -x /usr/bin/docker ]; then d=/usr/bin/docker; else d=docker; fi
   "$d" rm -f -v $ctrs >/dev/null 2>&1
@@ -131,6 +135,7 @@ pub(crate) fn register(what: Reap<'_>) {
     match what {
         Reap::Pid(pid) => tell_reaper(format!("pid {pid}\n")),
         Reap::Container(id) => tell_reaper(format!("ctr {id}\n")),
+        Reap::Dir(path) => tell_reaper(format!("dir {path}\n")),
     }
 }
 
@@ -139,5 +144,6 @@ pub(crate) fn forget(what: Reap<'_>) {
     match what {
         Reap::Pid(pid) => tell_reaper(format!("unpid {pid}\n")),
         Reap::Container(id) => tell_reaper(format!("unctr {id}\n")),
+        Reap::Dir(_) => {} // removing a directory twice is harmless
     }
 }

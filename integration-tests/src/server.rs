@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 
 use tokio::sync::OnceCell;
 
-use crate::config::cluster;
+use crate::config::{cluster, Settings};
 use crate::node::{mode_of, Flavor, Node, ServerMode, READY_TIMEOUT};
 use crate::ZkTarget;
 
@@ -33,7 +33,12 @@ pub async fn fresh_standalone() -> Server {
 impl Server {
     /// Starts a standalone server and waits (up to 60 s) until it serves.
     pub async fn launch() -> Server {
-        let spec = cluster(1).remove(0);
+        Server::launch_with(&Settings::default()).await
+    }
+
+    /// [`launch`](Self::launch) with non-default settings.
+    pub async fn launch_with(settings: &Settings) -> Server {
+        let spec = cluster(1, settings).remove(0);
         let node = Node::launch(spec, &Flavor::from_env()).await;
         let server = Server { node };
         server.wait_ready().await;

@@ -90,6 +90,10 @@ impl DockerNode {
                 .with_wait_for(WaitFor::Nothing)
                 .with_network("host")
                 .with_label("zkrs.harness", "1");
+            // scripts/test.sh removes the containers of its own run by this label.
+            if let Ok(run) = std::env::var("ZKRS_RUN_ID") {
+                request = request.with_label("zkrs.run", run);
+            }
             for (k, v) in spec.docker_env() {
                 request = request.with_env_var(k, v);
             }

@@ -1,2 +1,117 @@
-//! Async ZooKeeper client (under construction).
+//! An async [ZooKeeper](https://zookeeper.apache.org) client for tokio.
+//!
+//! One task owns the connection; [`Client`] handles are cheap to clone and send requests to
+//! it. The protocol state machine (`session`) does no IO, so its behaviour is tested
+//! without sockets; `zk-proto` encodes and decodes the packets.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use zk_client::{Client, CreateOptions, EventType};
+//!
+//! # async fn example() -> zk_client::Result<()> {
+//! let client = Client::connect("127.0.0.1:2181/my-app").await?;
+//! client.create_all("/config", b"v1", &CreateOptions::persistent()).await?;
+//!
+//! let (data, stat, watcher) = client.get_data_watch("/config").await?;
+//! assert_eq!(&data[..], b"v1");
+//!
+//! client.set_data("/config", b"v2", Some(stat.version)).await?;
+//! let event = watcher.await?;
+//! assert_eq!(event.event_type, EventType::NodeDataChanged);
+//! assert_eq!(event.path, "/config"); // relative to the chroot
+//!
+//! client.close().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # Ordering
+//!
+//! Operations are plain `fn`s returning `impl Future + Send + 'static`: the request is
+//! queued **when the method is called**, not when the future is first polled. Requests of
+//! one client (and all its clones) reach the server in call order, and ZooKeeper applies a
+//! session's requests in the order received, so
+//!
+//! ```no_run
+//! # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+//! let write = client.set_data("/a", b"1", None);
+//! let read = client.get_data("/a"); // sees "1" (or a later value)
+//! let (_, (data, _)) = tokio::try_join!(write, read)?;
+//! # Ok(()) }
+//! ```
+//!
+//! Replies come back in the same order. A watch event is delivered to its [`Watcher`]
+//! before the reply of any later read that sees the change, as the protocol promises.
+//!
+//! # Pipelining
+//!
+//! Any number of requests may be in flight: they are written back to back, coalesced into
+//! as few writes as possible, and matched to their replies first in, first out. A reply
+//! that does not answer the oldest request in flight is a protocol violation: the client
+//! drops the connection and reconnects. At most
+//! [`max_outstanding`](ClientBuilder::max_outstanding) requests (default 1024) are on the
+//! wire; later calls wait in the client's queue, in order.
+//!
+//! ```text
+//! caller   get(a) get(b) set(c)                 ...await a ...await b ...await c
+//! wire     ─[a][b][c]──────────────────────────────────────────▶
+//!          ◀───────────────────────[a'][b'][c']─────────────────
+//! ```
+//!
+//! # Sessions
+//!
+//! [`Client::connect`] waits for the first session. If the connection drops, calls in flight
+//! fail with [`Error::ConnectionLoss`] (they may or may not have been applied, and are never
+//! re-sent), the state becomes [`SessionState::Disconnected`], and the client reconnects to
+//! the next host of the connect string with the same session id and password. Calls made
+//! while disconnected wait for the reconnect, up to
+//! [`reconnect_wait`](ClientBuilder::reconnect_wait), then fail with `ConnectionLoss`. After a
+//! reconnect, credentials are replayed and watches re-registered before any queued request.
+//!
+//! The session ends in [`SessionState::Expired`] when a server says so or when no server has
+//! answered for the whole negotiated timeout; in [`SessionState::AuthFailed`] when
+//! credentials are rejected; in [`SessionState::Closed`] after [`Client::close`] or when the
+//! last handle is dropped. These states are terminal: every pending and later call fails
+//! with [`Error::SessionExpired`], [`Error::AuthFailed`] or [`Error::Closed`], and the
+//! client never opens a new session by itself; make a new [`Client`] for that.
+//!
+//! Timing: the client pings after 1/3 of the negotiated timeout without sending, and drops a
+//! connection after 2/3 without hearing anything (the ratios of the reference clients).
+//! Follow the state with [`Client::state_watcher`].
+//!
+//! # Watches
+//!
+//! Watches are values. `get_data_watch`, `exists_watch` and `get_children_watch` return a
+//! [`Watcher`], a future of the one event, only when the call succeeded (an `exists_watch`
+//! on a missing node succeeds and watches for its creation). [`Client::add_watch`] returns a
+//! [`PersistentWatcher`] stream. Watches survive reconnects (SetWatches relative to the last
+//! zxid seen), and resolve with the terminal error when the session ends, so they never
+//! hang. Event paths are relative to the chroot. Dropping a watcher drops interest in it.
+//!
+//! # Errors
+//!
+//! [`Error`] is a flat enum: node outcomes (`NoNode`, `NodeExists`, `BadVersion`, ...),
+//! session outcomes (`ConnectionLoss`, `SessionExpired`, ...), `Multi { index, code }` for
+//! a failed transaction, `Server(code)` for anything else the server says, and local
+//! rejections (`InvalidPath`, `InvalidArgument`). It is `Clone + Send + Sync`;
+//! [`Error::is_retryable`] and [`Error::code`] help generic handling.
 #![forbid(unsafe_code)]
+
+mod client;
+mod config;
+mod connect;
+mod driver;
+mod error;
+mod path;
+mod session;
+mod watch;
+
+pub use client::{Client, CreateOptions, Op, OpResult, ReadOp, ReadResult, Transaction};
+pub use config::{ClientBuilder, DEFAULT_MAX_OUTSTANDING, DEFAULT_SESSION_TIMEOUT};
+pub use error::{Error, Result};
+pub use watch::{
+    AddWatchMode, EventType, PersistentWatcher, SessionState, StateWatcher, WatchedEvent, Watcher,
+    WatcherType,
+};
+pub use zk_proto::records::{ClientInfo, CreateMode};
+pub use zk_proto::{Acl, ErrorCode, Id, Perms, Stat};

@@ -1,0 +1,130 @@
+//! Listing operations: get_children, get_ephemerals, get_all_children_number.
+
+use std::future::Future;
+
+use tokio::sync::oneshot;
+use zk_proto::records::{
+    GetAllChildrenNumberRequest, GetAllChildrenNumberResponse, GetChildren2Request,
+    GetChildren2Response, GetEphemeralsRequest, GetEphemeralsResponse,
+};
+use zk_proto::{decode_exact, OpCode, Stat};
+
+use super::{encode, Client};
+use crate::error::Result;
+use crate::session::{WatchAction, WatchKind, WatchSender};
+use crate::watch::Watcher;
+
+impl Client {
+    /// The names (not paths) of the node's children, in no particular order, and the
+    /// node's `Stat` (`getChildren2`).
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// let (mut children, _stat) = client.get_children("/locks").await?;
+    /// children.sort();
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `NoNode`, `NoAuth`, plus the session errors.
+    pub fn get_children(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<String>, Stat)>> + Send + 'static {
+        let reply = self.server_path(path).map(|path| {
+            let body = encode(&GetChildren2Request { path, watch: false });
+            self.request(OpCode::GetChildren2, body, None)
+        });
+        async move {
+            let resp: GetChildren2Response = decode_exact(reply?.await?)?;
+            Ok((resp.children, resp.stat))
+        }
+    }
+
+    /// Like [`get_children`](Self::get_children), and leaves a child watch (fires on
+    /// `NodeChildrenChanged` or `NodeDeleted`). No watch is left when the call fails.
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// let (children, _stat, watcher) = client.get_children_watch("/workers").await?;
+    /// watcher.await?; // a worker joined or left
+    /// # Ok(()) }
+    /// ```
+    pub fn get_children_watch(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<String>, Stat, Watcher)>> + Send + 'static {
+        let reply = self.server_path(path).map(|path| {
+            let (tx, rx) = oneshot::channel();
+            let action = WatchAction::Register {
+                path: path.clone(),
+                kind: WatchKind::Child,
+                sender: WatchSender::Once(tx),
+            };
+            let body = encode(&GetChildren2Request { path, watch: true });
+            (
+                self.request(OpCode::GetChildren2, body, Some(action)),
+                Watcher::new(rx),
+            )
+        });
+        async move {
+            let (reply, watcher) = reply?;
+            let resp: GetChildren2Response = decode_exact(reply.await?)?;
+            Ok((resp.children, resp.stat, watcher))
+        }
+    }
+
+    /// The paths of this session's ephemeral nodes whose path starts with `prefix`
+    /// (`getEphemerals`; `"/"` for all). Paths are relative to the chroot.
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// let mine = client.get_ephemerals("/").await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn get_ephemerals(
+        &self,
+        prefix: &str,
+    ) -> impl Future<Output = Result<Vec<String>>> + Send + 'static {
+        let reply = self.server_path(prefix).map(|prefix_path| {
+            let body = encode(&GetEphemeralsRequest { prefix_path });
+            self.request(OpCode::GetEphemerals, body, None)
+        });
+        let chroot = self.chroot().clone();
+        async move {
+            let resp: GetEphemeralsResponse = decode_exact(reply?.await?)?;
+            Ok(resp
+                .ephemerals
+                .into_iter()
+                .map(|p| chroot.strip_owned(p))
+                .collect())
+        }
+    }
+
+    /// The number of descendants of a node, the node itself not counted
+    /// (`getAllChildrenNumber`).
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// let n = client.get_all_children_number("/app").await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `NoNode`, plus the session errors.
+    pub fn get_all_children_number(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<i32>> + Send + 'static {
+        let reply = self.server_path(path).map(|path| {
+            let body = encode(&GetAllChildrenNumberRequest { path });
+            self.request(OpCode::GetAllChildrenNumber, body, None)
+        });
+        async move {
+            let resp: GetAllChildrenNumberResponse = decode_exact(reply?.await?)?;
+            Ok(resp.total_number)
+        }
+    }
+}

@@ -1,0 +1,343 @@
+//! [`Client`]: the cheap, cloneable handle users call operations on.
+//!
+//! Each operation validates its path, adds the chroot, encodes its request body on the
+//! caller's task and hands it to the connection task **before returning its future**, so
+//! requests go to the server in call order. The future waits for the reply bytes and
+//! decodes them, again on the caller's task.
+
+mod acl;
+mod children;
+mod multi;
+mod node;
+mod options;
+mod watches;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use tokio::sync::{mpsc, oneshot, watch};
+use tracing::Instrument;
+use zk_proto::records::{
+    AuthPacket, ClientInfo, GetDataRequest, GetDataResponse, SyncRequest, WhoAmIResponse,
+    CONFIG_NODE,
+};
+use zk_proto::{decode_exact, OpCode, Record, Stat};
+
+use crate::config::ClientBuilder;
+use crate::connect::{parse_connect_string, HostList};
+use crate::driver::{now, Driver};
+use crate::error::{Error, Result};
+use crate::path::Chroot;
+use crate::session::{
+    timers, Command, Request, Session, SessionConfig, WatchAction, SET_WATCHES_BATCH_BYTES,
+};
+use crate::watch::{SessionInfo, SessionState, StateWatcher};
+
+pub use multi::{Op, OpResult, ReadOp, ReadResult, Transaction};
+pub use options::CreateOptions;
+
+/// A ZooKeeper client: a handle to one session.
+///
+/// Cloning is cheap (an `Arc`); all clones share the session and its connection task. The
+/// session is closed (`closeSession` sent) when [`close`](Self::close) is called or when the
+/// last clone is dropped.
+///
+/// See the [crate docs](crate) for ordering, pipelining, sessions, watches and errors.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    tx: mpsc::UnboundedSender<Command>,
+    info: watch::Receiver<SessionInfo>,
+    chroot: Chroot,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let info = self.inner.info.borrow();
+        f.debug_struct("Client")
+            .field("session_id", &format_args!("{:#x}", info.session_id))
+            .field("state", &info.state)
+            .field("chroot", &self.inner.chroot.as_str())
+            .finish()
+    }
+}
+
+/// The reply to one request: resolves to the reply body, or to the session's terminal error
+/// when the connection task is gone.
+pub(crate) struct Pending {
+    rx: oneshot::Receiver<Result<Bytes>>,
+    info: watch::Receiver<SessionInfo>,
+}
+
+impl Future for Pending {
+    type Output = Result<Bytes>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match Pin::new(&mut self.rx).poll(cx) {
+            Poll::Ready(Ok(result)) => Poll::Ready(result),
+            Poll::Ready(Err(_)) => {
+                let state = self.info.borrow().state;
+                Poll::Ready(Err(state.terminal_error().unwrap_or(Error::Closed)))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// Encodes a request body.
+pub(crate) fn encode<R: Record>(record: &R) -> Bytes {
+    let mut buf = BytesMut::with_capacity(64);
+    record.encode(&mut buf);
+    buf.freeze()
+}
+
+impl Client {
+    /// A builder for a connect string `"host1:2181,host2:2181/optional/chroot"`.
+    ///
+    /// ```no_run
+    /// # async fn f() -> zk_client::Result<()> {
+    /// let client = zk_client::Client::builder("127.0.0.1:2181").read_only(true).connect().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn builder(connect_string: &str) -> ClientBuilder {
+        ClientBuilder::new(connect_string)
+    }
+
+    /// Connects with the default settings and waits for the session.
+    ///
+    /// ```no_run
+    /// # async fn f() -> zk_client::Result<()> {
+    /// let client = zk_client::Client::connect("127.0.0.1:2181/app").await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// See [`ClientBuilder::connect`].
+    pub async fn connect(connect_string: &str) -> Result<Client> {
+        Self::builder(connect_string).connect().await
+    }
+
+    pub(crate) async fn connect_with(b: ClientBuilder) -> Result<Client> {
+        let (hosts, chroot) = parse_connect_string(&b.connect_string)?;
+        let hosts = HostList::new(hosts);
+        let connect_timeout = b
+            .connect_timeout
+            .unwrap_or_else(|| timers::connect_timeout(b.session_timeout, hosts.len()));
+        let cfg = SessionConfig {
+            session_timeout: b.session_timeout,
+            connect_timeout,
+            read_only: b.read_only,
+            max_outstanding: b.max_outstanding,
+            reconnect_wait: b.reconnect_wait.unwrap_or(b.session_timeout),
+            chroot: chroot.clone(),
+            set_watches_batch: SET_WATCHES_BATCH_BYTES,
+        };
+        let session = Session::new(cfg, now());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (info_tx, info_rx) = watch::channel(SessionInfo::default());
+        let driver = Driver::new(session, hosts, rx, info_tx, b.max_frame_len);
+        let span = tracing::debug_span!("zk_session", connect = %b.connect_string);
+        tokio::spawn(driver.run().instrument(span));
+
+        let client = Client {
+            inner: Arc::new(Inner {
+                tx,
+                info: info_rx,
+                chroot,
+            }),
+        };
+        let auths: Vec<_> = b
+            .auths
+            .iter()
+            .map(|(scheme, auth)| client.add_auth(scheme, auth))
+            .collect();
+        let mut states = client.state_watcher();
+        let ready = async {
+            let state = states.wait_for(SessionState::is_connected).await;
+            if let Some(err) = state.terminal_error() {
+                return Err(err);
+            }
+            for auth in auths {
+                auth.await?;
+            }
+            Ok(())
+        };
+        let establish = b.establish_timeout.unwrap_or(b.session_timeout * 2);
+        match tokio::time::timeout(establish, ready).await {
+            Ok(Ok(())) => Ok(client),
+            Ok(Err(err)) => Err(err),
+            Err(_) => Err(Error::Timeout),
+        }
+    }
+
+    /// Hands a request to the connection task (in call order) and returns its reply.
+    pub(crate) fn request(&self, op: OpCode, body: Bytes, watch: Option<WatchAction>) -> Pending {
+        let (reply, rx) = oneshot::channel();
+        // If the task is gone the request is dropped with its reply sender and `Pending`
+        // resolves to the terminal error.
+        let _ = self.inner.tx.send(Command::Request(Request {
+            op,
+            body,
+            reply,
+            watch,
+        }));
+        Pending {
+            rx,
+            info: self.inner.info.clone(),
+        }
+    }
+
+    /// Validates a client path and adds the chroot.
+    pub(crate) fn server_path(&self, path: &str) -> Result<String> {
+        self.inner.chroot.to_server(path, false)
+    }
+
+    pub(crate) fn chroot(&self) -> &Chroot {
+        &self.inner.chroot
+    }
+
+    pub(crate) fn commands(&self) -> &mpsc::UnboundedSender<Command> {
+        &self.inner.tx
+    }
+
+    /// The current session id (0 before the first session).
+    pub fn session_id(&self) -> i64 {
+        self.inner.info.borrow().session_id
+    }
+
+    /// The current session password (empty before the first session).
+    pub fn session_password(&self) -> Bytes {
+        self.inner.info.borrow().password.clone()
+    }
+
+    /// The session timeout the server granted.
+    pub fn negotiated_timeout(&self) -> Duration {
+        self.inner.info.borrow().timeout
+    }
+
+    /// The current session state.
+    pub fn state(&self) -> SessionState {
+        self.inner.info.borrow().state
+    }
+
+    /// A watcher of the session state.
+    pub fn state_watcher(&self) -> StateWatcher {
+        StateWatcher::new(self.inner.info.clone())
+    }
+
+    /// Adds credentials to the session (`addAuth`), e.g. `("digest", b"user:password")`.
+    /// They are kept and replayed after every reconnect, before any other request.
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// client.add_auth("digest", b"alice:secret").await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `AuthFailed` (terminal: the server closes the session), `ConnectionLoss`.
+    pub fn add_auth(
+        &self,
+        scheme: &str,
+        auth: &[u8],
+    ) -> impl Future<Output = Result<()>> + Send + 'static {
+        let body = encode(&AuthPacket {
+            auth_type: 0,
+            scheme: scheme.to_owned(),
+            auth: Bytes::copy_from_slice(auth),
+        });
+        let reply = self.request(OpCode::Auth, body, None);
+        async move { reply.await.map(drop) }
+    }
+
+    /// The identities the session is authenticated as (`whoAmI`, ZooKeeper 3.7+).
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// for id in client.whoami().await? {
+    ///     println!("{}:{}", id.auth_scheme, id.user);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn whoami(&self) -> impl Future<Output = Result<Vec<ClientInfo>>> + Send + 'static {
+        let reply = self.request(OpCode::WhoAmI, Bytes::new(), None);
+        async move {
+            let resp: WhoAmIResponse = decode_exact(reply.await?)?;
+            Ok(resp.client_info)
+        }
+    }
+
+    /// The ensemble configuration (`getConfig`: the data of `/zookeeper/config`, read
+    /// outside the chroot).
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// let (config, _stat) = client.get_config().await?;
+    /// println!("{}", String::from_utf8_lossy(&config));
+    /// # Ok(()) }
+    /// ```
+    pub fn get_config(&self) -> impl Future<Output = Result<(Bytes, Stat)>> + Send + 'static {
+        let body = encode(&GetDataRequest {
+            path: CONFIG_NODE.to_owned(),
+            watch: false,
+        });
+        let reply = self.request(OpCode::GetData, body, None);
+        async move {
+            let resp: GetDataResponse = decode_exact(reply.await?)?;
+            Ok((resp.data, resp.stat))
+        }
+    }
+
+    /// Waits until the server this client is connected to has caught up with the leader
+    /// for `path` (`sync`), so a following read sees every write committed before.
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// client.sync("/config").await?;
+    /// let (latest, _) = client.get_data("/config").await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn sync(&self, path: &str) -> impl Future<Output = Result<()>> + Send + 'static {
+        let reply = self
+            .server_path(path)
+            .map(|path| self.request(OpCode::Sync, encode(&SyncRequest { path }), None));
+        async move { reply?.await.map(drop) }
+    }
+
+    /// Closes the session: sends `closeSession`, waits for the reply, and ends in
+    /// [`SessionState::Closed`]. Ephemeral nodes go at once. Calls made after this fail
+    /// with `Closed`; every watcher resolves with `Err(Closed)`.
+    ///
+    /// Succeeds too when the session is already over. When disconnected, the session is
+    /// closed locally (the server expires it after the timeout).
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// client.close().await?;
+    /// assert_eq!(client.state(), zk_client::SessionState::Closed);
+    /// # Ok(()) }
+    /// ```
+    pub fn close(&self) -> impl Future<Output = Result<()>> + Send + 'static {
+        let reply = self.request(OpCode::CloseSession, Bytes::new(), None);
+        let mut states = self.state_watcher();
+        async move {
+            match reply.await {
+                Ok(_) => {}
+                Err(err) if err.is_terminal() => {}
+                Err(err) => return Err(err),
+            }
+            states.wait_for(SessionState::is_terminal).await;
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,362 @@
+//! Transactions (`multi`), the [`Transaction`] builder, and batched reads (`multiRead`).
+
+use std::future::Future;
+
+use bytes::{Bytes, BytesMut};
+use zk_proto::records::{
+    CheckVersionRequest, DeleteRequest, GetChildrenRequest, GetDataRequest, MultiOp, MultiRequest,
+    MultiResponse, MultiResult, SetDataRequest,
+};
+use zk_proto::{decode_exact, ErrorCode, OpCode, Record, Stat};
+
+use super::node::create_op;
+use super::{Client, CreateOptions};
+use crate::error::{Error, Result};
+use crate::path::Chroot;
+
+/// One operation of a transaction. See [`Client::multi`].
+#[derive(Debug, Clone)]
+pub struct Op {
+    kind: OpKind,
+}
+
+#[derive(Debug, Clone)]
+enum OpKind {
+    Create {
+        path: String,
+        data: Vec<u8>,
+        options: CreateOptions,
+    },
+    Delete {
+        path: String,
+        version: Option<i32>,
+    },
+    SetData {
+        path: String,
+        data: Vec<u8>,
+        version: Option<i32>,
+    },
+    Check {
+        path: String,
+        version: Option<i32>,
+    },
+}
+
+impl Op {
+    /// Create a node (as [`Client::create`]).
+    pub fn create(path: &str, data: &[u8], options: &CreateOptions) -> Op {
+        Op {
+            kind: OpKind::Create {
+                path: path.to_owned(),
+                data: data.to_vec(),
+                options: options.clone(),
+            },
+        }
+    }
+
+    /// Delete a node (as [`Client::delete`]).
+    pub fn delete(path: &str, version: Option<i32>) -> Op {
+        Op {
+            kind: OpKind::Delete {
+                path: path.to_owned(),
+                version,
+            },
+        }
+    }
+
+    /// Set a node's data (as [`Client::set_data`]).
+    pub fn set_data(path: &str, data: &[u8], version: Option<i32>) -> Op {
+        Op {
+            kind: OpKind::SetData {
+                path: path.to_owned(),
+                data: data.to_vec(),
+                version,
+            },
+        }
+    }
+
+    /// Require the node to exist with this version (`None`: any version): the
+    /// transaction fails with `NoNode`/`BadVersion` at this op otherwise.
+    pub fn check(path: &str, version: Option<i32>) -> Op {
+        Op {
+            kind: OpKind::Check {
+                path: path.to_owned(),
+                version,
+            },
+        }
+    }
+
+    fn to_multi_op(&self, chroot: &Chroot) -> Result<MultiOp> {
+        Ok(match &self.kind {
+            OpKind::Create {
+                path,
+                data,
+                options,
+            } => create_op(chroot, path, data, options)?,
+            OpKind::Delete { path, version } => MultiOp::Delete(DeleteRequest {
+                path: chroot.to_server(path, false)?,
+                version: version.unwrap_or(-1),
+            }),
+            OpKind::SetData {
+                path,
+                data,
+                version,
+            } => MultiOp::SetData(SetDataRequest {
+                path: chroot.to_server(path, false)?,
+                data: Bytes::copy_from_slice(data),
+                version: version.unwrap_or(-1),
+            }),
+            OpKind::Check { path, version } => MultiOp::Check(CheckVersionRequest {
+                path: chroot.to_server(path, false)?,
+                version: version.unwrap_or(-1),
+            }),
+        })
+    }
+}
+
+/// The result of one op of a successful transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OpResult {
+    /// The node was created at `path` (chroot removed, sequence suffix included).
+    Create {
+        /// The created path.
+        path: String,
+        /// The new node's stat, when the server sent it (a 3.8 server answers a `create2`
+        /// inside a multi with a plain `create` result, without stat).
+        stat: Option<Stat>,
+    },
+    /// The node was deleted.
+    Delete,
+    /// The data was set.
+    SetData {
+        /// The node's new stat.
+        stat: Stat,
+    },
+    /// The check passed.
+    Check,
+}
+
+/// Builds a transaction op by op; [`commit`](Self::commit) sends it as one `multi`.
+///
+/// ```no_run
+/// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+/// use zk_client::{CreateOptions, OpResult};
+/// let results = client
+///     .transaction()
+///     .check("/lock/me", None)
+///     .set_data("/guarded", b"v2", None)
+///     .create("/log/entry-", b"", &CreateOptions::persistent_sequential())
+///     .commit()
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a transaction does nothing until committed"]
+pub struct Transaction {
+    client: Client,
+    ops: Vec<Op>,
+}
+
+impl Transaction {
+    /// Adds a create.
+    pub fn create(mut self, path: &str, data: &[u8], options: &CreateOptions) -> Self {
+        self.ops.push(Op::create(path, data, options));
+        self
+    }
+
+    /// Adds a delete.
+    pub fn delete(mut self, path: &str, version: Option<i32>) -> Self {
+        self.ops.push(Op::delete(path, version));
+        self
+    }
+
+    /// Adds a set_data.
+    pub fn set_data(mut self, path: &str, data: &[u8], version: Option<i32>) -> Self {
+        self.ops.push(Op::set_data(path, data, version));
+        self
+    }
+
+    /// Adds a version check.
+    pub fn check(mut self, path: &str, version: Option<i32>) -> Self {
+        self.ops.push(Op::check(path, version));
+        self
+    }
+
+    /// Sends the transaction (queued now, in call order). See [`Client::multi`].
+    pub fn commit(self) -> impl Future<Output = Result<Vec<OpResult>>> + Send + 'static {
+        self.client.multi(&self.ops)
+    }
+}
+
+/// One read of a [`Client::multi_read`].
+#[derive(Debug, Clone)]
+pub struct ReadOp {
+    path: String,
+    children: bool,
+}
+
+impl ReadOp {
+    /// Read the node's data and stat.
+    pub fn get_data(path: &str) -> ReadOp {
+        ReadOp {
+            path: path.to_owned(),
+            children: false,
+        }
+    }
+
+    /// List the node's children.
+    pub fn get_children(path: &str) -> ReadOp {
+        ReadOp {
+            path: path.to_owned(),
+            children: true,
+        }
+    }
+}
+
+/// The result of one read of a [`Client::multi_read`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum ReadResult {
+    /// Result of [`ReadOp::get_data`].
+    Data {
+        /// The node's data.
+        data: Bytes,
+        /// The node's stat.
+        stat: Stat,
+    },
+    /// Result of [`ReadOp::get_children`].
+    Children {
+        /// Child names.
+        children: Vec<String>,
+    },
+    /// This read failed (e.g. `NoNode`); the others are unaffected.
+    Error(Error),
+}
+
+impl Client {
+    /// Applies `ops` atomically: all or none (`multi`).
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// use zk_client::{Error, ErrorCode, Op};
+    /// match client.multi(&[Op::check("/a", Some(3)), Op::delete("/b", None)]).await {
+    ///     Ok(results) => assert_eq!(results.len(), 2),
+    ///     Err(Error::Multi { index: 0, code: ErrorCode::BadVersion }) => { /* /a moved on */ }
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `Error::Multi { index, code }` when op `index` failed with `code` (nothing was
+    /// applied); `InvalidPath`/`InvalidAcl`/`InvalidArgument` for an op rejected before
+    /// sending; plus the session errors.
+    pub fn multi(
+        &self,
+        ops: &[Op],
+    ) -> impl Future<Output = Result<Vec<OpResult>>> + Send + 'static {
+        let chroot = self.chroot().clone();
+        let reply = ops
+            .iter()
+            .map(|op| op.to_multi_op(&chroot))
+            .collect::<Result<Vec<_>>>()
+            .map(|ops| {
+                let mut body = BytesMut::new();
+                MultiRequest { ops }.encode(&mut body);
+                self.request(OpCode::Multi, body.freeze(), None)
+            });
+        async move {
+            let resp: MultiResponse = decode_exact(reply?.await?)?;
+            if let Some((index, code)) =
+                resp.results.iter().enumerate().find_map(|(i, r)| match r {
+                    MultiResult::Error(code) if !code.is_ok() => Some((i, *code)),
+                    _ => None,
+                })
+            {
+                return Err(Error::Multi { index, code });
+            }
+            resp.results
+                .into_iter()
+                .map(|r| {
+                    Ok(match r {
+                        MultiResult::Create2(r) => OpResult::Create {
+                            path: chroot.strip_owned(r.path),
+                            stat: Some(r.stat),
+                        },
+                        MultiResult::Create(r) => OpResult::Create {
+                            path: chroot.strip_owned(r.path),
+                            stat: None,
+                        },
+                        MultiResult::Delete => OpResult::Delete,
+                        MultiResult::SetData(r) => OpResult::SetData { stat: r.stat },
+                        MultiResult::Check => OpResult::Check,
+                        MultiResult::Error(_) => OpResult::Check,
+                        _ => return Err(Error::Server(ErrorCode::MarshallingError)),
+                    })
+                })
+                .collect()
+        }
+    }
+
+    /// Starts a [`Transaction`] builder.
+    pub fn transaction(&self) -> Transaction {
+        Transaction {
+            client: self.clone(),
+            ops: Vec::new(),
+        }
+    }
+
+    /// Runs several reads in one request (`multiRead`, ZooKeeper 3.6+). Unlike
+    /// [`multi`](Self::multi) each read succeeds or fails on its own, and the reads are not
+    /// a consistent snapshot.
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// use zk_client::{ReadOp, ReadResult};
+    /// let results = client.multi_read(&[ReadOp::get_data("/a"), ReadOp::get_children("/b")]).await?;
+    /// if let ReadResult::Data { data, .. } = &results[0] { /* ... */ }
+    /// # Ok(()) }
+    /// ```
+    pub fn multi_read(
+        &self,
+        ops: &[ReadOp],
+    ) -> impl Future<Output = Result<Vec<ReadResult>>> + Send + 'static {
+        let chroot = self.chroot();
+        let reply = ops
+            .iter()
+            .map(|op| {
+                let path = chroot.to_server(&op.path, false)?;
+                Ok(if op.children {
+                    MultiOp::GetChildren(GetChildrenRequest { path, watch: false })
+                } else {
+                    MultiOp::GetData(GetDataRequest { path, watch: false })
+                })
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(|ops| {
+                let mut body = BytesMut::new();
+                MultiRequest { ops }.encode(&mut body);
+                self.request(OpCode::MultiRead, body.freeze(), None)
+            });
+        async move {
+            let resp: MultiResponse = decode_exact(reply?.await?)?;
+            Ok(resp
+                .results
+                .into_iter()
+                .map(|r| match r {
+                    MultiResult::GetData(r) => ReadResult::Data {
+                        data: r.data,
+                        stat: r.stat,
+                    },
+                    MultiResult::GetChildren(r) => ReadResult::Children {
+                        children: r.children,
+                    },
+                    MultiResult::Error(code) => ReadResult::Error(code.into()),
+                    _ => ReadResult::Error(Error::Server(ErrorCode::MarshallingError)),
+                })
+                .collect())
+        }
+    }
+}

@@ -1,0 +1,428 @@
+//! Node operations: create, create_all, delete, exists, get_data, set_data.
+
+use std::future::Future;
+
+use bytes::Bytes;
+use tokio::sync::oneshot;
+use zk_proto::records::{
+    Create2Response, CreateMode, CreateRequest, CreateTtlRequest, DeleteRequest, ExistsRequest,
+    ExistsResponse, GetDataRequest, GetDataResponse, MultiOp, SetDataRequest, SetDataResponse,
+};
+use zk_proto::{decode_exact, OpCode, Stat};
+
+use super::{encode, Client, CreateOptions};
+use crate::error::{Error, Result};
+use crate::path::Chroot;
+use crate::session::{WatchAction, WatchKind, WatchSender};
+use crate::watch::Watcher;
+
+/// How many times `create_all` re-creates the parents when they vanish under it.
+const CREATE_ALL_TRIES: usize = 3;
+
+/// Builds the request for a create: `create2`, `createContainer` or `createTTL`.
+pub(crate) fn create_op(
+    chroot: &Chroot,
+    path: &str,
+    data: &[u8],
+    options: &CreateOptions,
+) -> Result<MultiOp> {
+    let path = chroot.to_server(path, options.mode.is_sequential())?;
+    if options.acl.is_empty() {
+        return Err(Error::InvalidAcl);
+    }
+    let data = Bytes::copy_from_slice(data);
+    let acl = options.acl.clone();
+    let flags = options.mode.flags();
+    if options.mode.is_ttl() {
+        let ttl = options
+            .ttl
+            .ok_or(Error::InvalidArgument("a TTL mode needs a ttl"))?;
+        let ttl = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+        if ttl <= 0 {
+            return Err(Error::InvalidArgument("ttl must be at least 1 ms"));
+        }
+        return Ok(MultiOp::CreateTtl(CreateTtlRequest {
+            path,
+            data,
+            acl,
+            flags,
+            ttl,
+        }));
+    }
+    if options.ttl.is_some() {
+        return Err(Error::InvalidArgument("ttl given for a mode without TTL"));
+    }
+    let request = CreateRequest {
+        path,
+        data,
+        acl,
+        flags,
+    };
+    Ok(if options.mode.is_container() {
+        MultiOp::CreateContainer(request)
+    } else {
+        MultiOp::Create2(request)
+    })
+}
+
+/// A one-shot watch registration and the watcher the caller gets when the call succeeds.
+fn one_shot(path: String, kind: WatchKind) -> (WatchAction, Watcher) {
+    let (tx, rx) = oneshot::channel();
+    let action = WatchAction::Register {
+        path,
+        kind,
+        sender: WatchSender::Once(tx),
+    };
+    (action, Watcher::new(rx))
+}
+
+/// The parents to create for `path`: `/a/b/c` → `/a`, `/a/b`.
+fn parents(path: &str) -> Vec<&str> {
+    let parent_end = path.rfind('/').unwrap_or(0);
+    let parent = &path[..parent_end];
+    parent
+        .match_indices('/')
+        .skip(1)
+        .map(|(i, _)| &parent[..i])
+        .chain((!parent.is_empty()).then_some(parent))
+        .collect()
+}
+
+impl Client {
+    /// Creates a node and returns its path (with the sequence suffix for sequential
+    /// modes, chroot removed) and its `Stat`.
+    ///
+    /// Uses `create2`, `createContainer` or `createTTL` depending on the mode.
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// use zk_client::CreateOptions;
+    /// let (path, stat) = client
+    ///     .create("/queue/item-", b"payload", &CreateOptions::persistent_sequential())
+    ///     .await?;
+    /// assert!(path.starts_with("/queue/item-"));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `NodeExists`, `NoNode` (no parent), `NoChildrenForEphemerals`, `NoAuth`,
+    /// `InvalidAcl`, `InvalidPath`, `InvalidArgument` (TTL mismatch),
+    /// `Server(Unimplemented)` for TTL nodes when the server has them disabled, plus the
+    /// session errors.
+    pub fn create(
+        &self,
+        path: &str,
+        data: &[u8],
+        options: &CreateOptions,
+    ) -> impl Future<Output = Result<(String, Stat)>> + Send + 'static {
+        let reply = create_op(self.chroot(), path, data, options).map(|op| {
+            let (code, body) = match &op {
+                MultiOp::CreateTtl(r) => (OpCode::CreateTtl, encode(r)),
+                MultiOp::CreateContainer(r) => (OpCode::CreateContainer, encode(r)),
+                MultiOp::Create2(r) | MultiOp::Create(r) => (OpCode::Create2, encode(r)),
+                _ => unreachable!("create_op builds creates only"),
+            };
+            self.request(code, body, None)
+        });
+        let chroot = self.chroot().clone();
+        async move {
+            let resp: Create2Response = decode_exact(reply?.await?)?;
+            Ok((chroot.strip_owned(resp.path), resp.stat))
+        }
+    }
+
+    /// Creates a node and any missing parents.
+    ///
+    /// The node itself is requested at once; only if its parent is missing are the parents
+    /// created (persistent, or containers when `options.container_parents`, with
+    /// `options.acl`; `NodeExists` on a parent is fine), pipelined with a second attempt.
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// use zk_client::CreateOptions;
+    /// let opts = CreateOptions::ephemeral_sequential().with_container_parents(true);
+    /// let (me, _) = client.create_all("/locks/job-42/lock-", b"", &opts).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`create`](Self::create); a parent's error other than `NodeExists` is returned
+    /// when the node could not be created.
+    pub fn create_all(
+        &self,
+        path: &str,
+        data: &[u8],
+        options: &CreateOptions,
+    ) -> impl Future<Output = Result<(String, Stat)>> + Send + 'static {
+        let first = self.create(path, data, options);
+        let client = self.clone();
+        let path = path.to_owned();
+        let data = data.to_vec();
+        let options = options.clone();
+        async move {
+            match first.await {
+                Err(Error::NoNode) => {}
+                other => return other,
+            }
+            let mut parent_options = CreateOptions::new(if options.container_parents {
+                CreateMode::Container
+            } else {
+                CreateMode::Persistent
+            });
+            parent_options.acl = options.acl.clone();
+            let mut last = Err(Error::NoNode);
+            for _ in 0..CREATE_ALL_TRIES {
+                let parent_creates: Vec<_> = parents(&path)
+                    .into_iter()
+                    .map(|p| client.create(p, &[], &parent_options))
+                    .collect();
+                let node = client.create(&path, &data, &options);
+                let mut parent_error = None;
+                for create in parent_creates {
+                    match create.await {
+                        Ok(_) | Err(Error::NodeExists) => {}
+                        Err(err) => {
+                            parent_error.get_or_insert(err);
+                        }
+                    }
+                }
+                last = node.await;
+                match (&last, parent_error) {
+                    (Err(Error::NoNode), Some(err)) => return Err(err),
+                    (Err(Error::NoNode), None) => continue,
+                    _ => return last,
+                }
+            }
+            last
+        }
+    }
+
+    /// Deletes a node, if its version is `version` (`None`: any version).
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// client.delete("/app/node", None).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `NoNode`, `BadVersion`, `NotEmpty`, `NoAuth`, plus the session errors.
+    pub fn delete(
+        &self,
+        path: &str,
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<()>> + Send + 'static {
+        let reply = self.server_path(path).map(|path| {
+            let body = encode(&DeleteRequest {
+                path,
+                version: version.unwrap_or(-1),
+            });
+            self.request(OpCode::Delete, body, None)
+        });
+        async move { reply?.await.map(drop) }
+    }
+
+    /// The node's `Stat`, or `None` when it does not exist.
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// if client.exists("/app/ready").await?.is_some() { /* ... */ }
+    /// # Ok(()) }
+    /// ```
+    pub fn exists(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<Option<Stat>>> + Send + 'static {
+        let reply = self.server_path(path).map(|path| {
+            self.request(
+                OpCode::Exists,
+                encode(&ExistsRequest { path, watch: false }),
+                None,
+            )
+        });
+        async move {
+            match reply?.await {
+                Ok(body) => Ok(Some(decode_exact::<ExistsResponse>(body)?.stat)),
+                Err(Error::NoNode) => Ok(None),
+                Err(err) => Err(err),
+            }
+        }
+    }
+
+    /// Like [`exists`](Self::exists), and leaves a watch: it fires on `NodeCreated` when
+    /// the node is missing, on `NodeDataChanged`/`NodeDeleted` when it exists.
+    ///
+    /// The watch is registered whether or not the node exists.
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// let (stat, watcher) = client.exists_watch("/app/ready").await?;
+    /// if stat.is_none() {
+    ///     let event = watcher.await?; // NodeCreated
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn exists_watch(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Option<Stat>, Watcher)>> + Send + 'static {
+        let reply = self.server_path(path).map(|path| {
+            let (action, watcher) = one_shot(path.clone(), WatchKind::Exist);
+            let body = encode(&ExistsRequest { path, watch: true });
+            (self.request(OpCode::Exists, body, Some(action)), watcher)
+        });
+        async move {
+            let (reply, watcher) = reply?;
+            match reply.await {
+                Ok(body) => Ok((Some(decode_exact::<ExistsResponse>(body)?.stat), watcher)),
+                Err(Error::NoNode) => Ok((None, watcher)),
+                Err(err) => Err(err),
+            }
+        }
+    }
+
+    /// The node's data and `Stat`.
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// let (data, stat) = client.get_data("/app/config").await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `NoNode`, `NoAuth`, plus the session errors.
+    pub fn get_data(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Bytes, Stat)>> + Send + 'static {
+        let reply = self.server_path(path).map(|path| {
+            self.request(
+                OpCode::GetData,
+                encode(&GetDataRequest { path, watch: false }),
+                None,
+            )
+        });
+        async move {
+            let resp: GetDataResponse = decode_exact(reply?.await?)?;
+            Ok((resp.data, resp.stat))
+        }
+    }
+
+    /// Like [`get_data`](Self::get_data), and leaves a data watch (fires on
+    /// `NodeDataChanged` or `NodeDeleted`). No watch is left when the call fails.
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// let (data, _stat, watcher) = client.get_data_watch("/app/config").await?;
+    /// let event = watcher.await?;
+    /// println!("{:?} on {}", event.event_type, event.path);
+    /// # Ok(()) }
+    /// ```
+    pub fn get_data_watch(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Bytes, Stat, Watcher)>> + Send + 'static {
+        let reply = self.server_path(path).map(|path| {
+            let (action, watcher) = one_shot(path.clone(), WatchKind::Data);
+            let body = encode(&GetDataRequest { path, watch: true });
+            (self.request(OpCode::GetData, body, Some(action)), watcher)
+        });
+        async move {
+            let (reply, watcher) = reply?;
+            let resp: GetDataResponse = decode_exact(reply.await?)?;
+            Ok((resp.data, resp.stat, watcher))
+        }
+    }
+
+    /// Replaces the node's data, if its version is `version` (`None`: any version).
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// let (_, stat) = client.get_data("/counter").await?;
+    /// client.set_data("/counter", b"2", Some(stat.version)).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `NoNode`, `BadVersion`, `NoAuth`, plus the session errors.
+    pub fn set_data(
+        &self,
+        path: &str,
+        data: &[u8],
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<Stat>> + Send + 'static {
+        let reply = self.server_path(path).map(|path| {
+            let body = encode(&SetDataRequest {
+                path,
+                data: Bytes::copy_from_slice(data),
+                version: version.unwrap_or(-1),
+            });
+            self.request(OpCode::SetData, body, None)
+        });
+        async move {
+            let resp: SetDataResponse = decode_exact(reply?.await?)?;
+            Ok(resp.stat)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parent_paths() {
+        assert_eq!(parents("/a/b/c"), ["/a", "/a/b"]);
+        assert_eq!(parents("/a"), Vec::<&str>::new());
+        assert_eq!(parents("/a/b/lock-"), ["/a", "/a/b"]);
+        assert_eq!(parents("/a/b/"), ["/a", "/a/b"]);
+    }
+
+    #[test]
+    fn create_op_picks_the_opcode_and_checks_ttl() {
+        let chroot = Chroot::new("/r").unwrap();
+        let op = create_op(&chroot, "/x", b"", &CreateOptions::persistent()).unwrap();
+        assert_eq!(op.op_code(), OpCode::Create2);
+        assert_eq!(op.path(), "/r/x");
+        let op = create_op(&chroot, "/x", b"", &CreateOptions::container()).unwrap();
+        assert_eq!(op.op_code(), OpCode::CreateContainer);
+        let ttl = CreateOptions::new(CreateMode::PersistentWithTtl);
+        assert!(matches!(
+            create_op(&chroot, "/x", b"", &ttl),
+            Err(Error::InvalidArgument(_))
+        ));
+        let op = create_op(
+            &chroot,
+            "/x",
+            b"",
+            &ttl.with_ttl(std::time::Duration::from_secs(1)),
+        )
+        .unwrap();
+        assert_eq!(op.op_code(), OpCode::CreateTtl);
+        assert!(matches!(
+            create_op(
+                &chroot,
+                "/x",
+                b"",
+                &CreateOptions::persistent().with_ttl(std::time::Duration::from_secs(1))
+            ),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            create_op(
+                &chroot,
+                "/x",
+                b"",
+                &CreateOptions::persistent().with_acl(vec![])
+            ),
+            Err(Error::InvalidAcl)
+        ));
+        assert!(create_op(&chroot, "/x/", b"", &CreateOptions::persistent_sequential()).is_ok());
+        assert!(create_op(&chroot, "/x/", b"", &CreateOptions::persistent()).is_err());
+    }
+}

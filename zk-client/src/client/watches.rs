@@ -1,0 +1,97 @@
+//! Persistent watches and watch removal: add_watch, remove_watches.
+
+use std::future::Future;
+
+use tokio::sync::mpsc;
+use zk_proto::records::{AddWatchMode, AddWatchRequest, RemoveWatchesRequest, WatcherType};
+use zk_proto::OpCode;
+
+use super::{encode, Client};
+use crate::error::Result;
+use crate::session::{WatchAction, WatchKind, WatchSender};
+use crate::watch::PersistentWatcher;
+
+impl Client {
+    /// Adds a persistent watch (`addWatch`, ZooKeeper 3.6+): a stream of events on `path`
+    /// (and, for [`AddWatchMode::PersistentRecursive`], on every descendant) until removed.
+    /// The node need not exist.
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// use zk_client::AddWatchMode;
+    /// let mut events = client.add_watch("/app", AddWatchMode::PersistentRecursive).await?;
+    /// loop {
+    ///     let event = events.next().await?;
+    ///     println!("{:?} {}", event.event_type, event.path);
+    /// }
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `InvalidPath`, `Server(Unimplemented)` on servers before 3.6, plus the session
+    /// errors. The stream itself ends with `SessionExpired`/`AuthFailed`/`Closed`.
+    pub fn add_watch(
+        &self,
+        path: &str,
+        mode: AddWatchMode,
+    ) -> impl Future<Output = Result<PersistentWatcher>> + Send + 'static {
+        let reply = self.server_path(path).map(|path| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let kind = match mode {
+                AddWatchMode::Persistent => WatchKind::Persistent,
+                AddWatchMode::PersistentRecursive => WatchKind::PersistentRecursive,
+            };
+            let action = WatchAction::Register {
+                path: path.clone(),
+                kind,
+                sender: WatchSender::Stream(tx),
+            };
+            let watcher = PersistentWatcher::new(rx, self.commands().downgrade(), path.clone());
+            let body = encode(&AddWatchRequest {
+                path,
+                mode: mode as i32,
+            });
+            (self.request(OpCode::AddWatch, body, Some(action)), watcher)
+        });
+        async move {
+            let (reply, watcher) = reply?;
+            reply.await?;
+            Ok(watcher)
+        }
+    }
+
+    /// Removes this session's watches of `kind` on `path`, on the server and locally
+    /// (`removeWatches`). Local watchers are told with a `DataWatchRemoved`,
+    /// `ChildWatchRemoved` or `PersistentWatchRemoved` event; persistent streams then end.
+    /// `WatcherType::Any` also removes persistent watches.
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// use zk_client::WatcherType;
+    /// client.remove_watches("/app", WatcherType::Any).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `Server(NoWatcher)` when the server holds no such watch, plus the session errors.
+    pub fn remove_watches(
+        &self,
+        path: &str,
+        kind: WatcherType,
+    ) -> impl Future<Output = Result<()>> + Send + 'static {
+        let reply = self.server_path(path).map(|path| {
+            let action = WatchAction::Remove {
+                path: path.clone(),
+                kind,
+            };
+            let body = encode(&RemoveWatchesRequest {
+                path,
+                watcher_type: kind as i32,
+            });
+            self.request(OpCode::RemoveWatches, body, Some(action))
+        });
+        async move { reply?.await.map(drop) }
+    }
+}

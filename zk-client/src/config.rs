@@ -1,0 +1,135 @@
+//! [`ClientBuilder`]: connect string, timeouts, credentials and limits.
+
+use std::time::Duration;
+
+use crate::client::Client;
+use crate::error::Result;
+
+/// Default requested session timeout: 10 s.
+///
+/// The server clamps the request to `[2 × tickTime, 20 × tickTime]` (4 s..40 s with the
+/// default `tickTime=2000`); [`Client::negotiated_timeout`] tells the result.
+pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Default bound on requests on the wire at once (see [`ClientBuilder::max_outstanding`]).
+pub const DEFAULT_MAX_OUTSTANDING: usize = 1024;
+
+/// Configures and connects a [`Client`].
+///
+/// ```no_run
+/// # async fn f() -> zk_client::Result<()> {
+/// use std::time::Duration;
+/// let client = zk_client::Client::builder("127.0.0.1:2181,127.0.0.1:2182/app")
+///     .session_timeout(Duration::from_secs(6))
+///     .auth("digest", b"user:secret")
+///     .connect()
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ClientBuilder {
+    pub(crate) connect_string: String,
+    pub(crate) session_timeout: Duration,
+    pub(crate) connect_timeout: Option<Duration>,
+    pub(crate) establish_timeout: Option<Duration>,
+    pub(crate) reconnect_wait: Option<Duration>,
+    pub(crate) read_only: bool,
+    pub(crate) auths: Vec<(String, Vec<u8>)>,
+    pub(crate) max_frame_len: usize,
+    pub(crate) max_outstanding: usize,
+}
+
+impl ClientBuilder {
+    pub(crate) fn new(connect_string: &str) -> Self {
+        Self {
+            connect_string: connect_string.to_owned(),
+            session_timeout: DEFAULT_SESSION_TIMEOUT,
+            connect_timeout: None,
+            establish_timeout: None,
+            reconnect_wait: None,
+            read_only: false,
+            auths: Vec::new(),
+            max_frame_len: zk_proto::DEFAULT_MAX_FRAME_LEN,
+            max_outstanding: DEFAULT_MAX_OUTSTANDING,
+        }
+    }
+
+    /// The session timeout to ask for (default [`DEFAULT_SESSION_TIMEOUT`], 10 s). The
+    /// server's answer sets the ping interval (1/3) and the read timeout (2/3).
+    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = timeout;
+        self
+    }
+
+    /// Bound on one connection attempt: TCP connect plus session handshake. Default: the
+    /// session timeout divided by the number of hosts (the Java client's rule), at least
+    /// 100 ms.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout);
+        self
+    }
+
+    /// Bound on [`connect`](Self::connect) establishing the first session, across as many
+    /// attempts and hosts as fit. Default: twice the session timeout.
+    pub fn establish_timeout(mut self, timeout: Duration) -> Self {
+        self.establish_timeout = Some(timeout);
+        self
+    }
+
+    /// How long a call made while disconnected waits for the session to be reconnected
+    /// before failing with [`Error::ConnectionLoss`](crate::Error::ConnectionLoss).
+    /// Default: the session timeout. (Calls already on the wire when the connection drops
+    /// fail at once with `ConnectionLoss`; they are never re-sent.)
+    pub fn reconnect_wait(mut self, wait: Duration) -> Self {
+        self.reconnect_wait = Some(wait);
+        self
+    }
+
+    /// Accept read-only servers (servers cut off from their quorum). Default: false.
+    ///
+    /// While connected to one, the state is
+    /// [`ConnectedReadOnly`](crate::SessionState::ConnectedReadOnly), writes fail with
+    /// `Server(NotReadOnly)`, and the client keeps probing the other hosts; it moves to a
+    /// read/write server as soon as one answers.
+    pub fn read_only(mut self, allowed: bool) -> Self {
+        self.read_only = allowed;
+        self
+    }
+
+    /// Adds credentials (e.g. `("digest", b"user:password")`), sent right after the
+    /// handshake and again after every reconnect. Repeatable.
+    pub fn auth(mut self, scheme: &str, auth: &[u8]) -> Self {
+        self.auths.push((scheme.to_owned(), auth.to_vec()));
+        self
+    }
+
+    /// Largest frame accepted from the server (default
+    /// [`zk_proto::DEFAULT_MAX_FRAME_LEN`], Java's `jute.maxbuffer` default). A larger
+    /// frame is a protocol error that drops the connection.
+    pub fn max_frame_len(mut self, len: usize) -> Self {
+        self.max_frame_len = len;
+        self
+    }
+
+    /// Most requests on the wire at once (default [`DEFAULT_MAX_OUTSTANDING`]).
+    ///
+    /// Further calls are still accepted and keep their call order: they wait in the
+    /// client's queue until replies free slots, and their futures simply take longer.
+    /// This keeps one client from flooding the server's `globalOutstandingLimit`.
+    pub fn max_outstanding(mut self, n: usize) -> Self {
+        self.max_outstanding = n.max(1);
+        self
+    }
+
+    /// Connects: spawns the connection task on the current tokio runtime and waits until
+    /// a server accepted the session and the credentials.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidArgument`/`InvalidPath` for a bad connect string, `Timeout` when no server
+    /// accepted a session within the establish timeout, `AuthFailed` when the server
+    /// rejected the credentials.
+    pub async fn connect(self) -> Result<Client> {
+        Client::connect_with(self).await
+    }
+}

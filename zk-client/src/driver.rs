@@ -1,0 +1,275 @@
+//! The connection task: the only code with sockets, `select!` and sleeps.
+//!
+//! It owns the [`Session`] and feeds it: commands from the client handles, frames read from
+//! the socket, timer expiries, connection events. After each input it writes what the
+//! session queued, publishes state changes and re-arms the one timer.
+//!
+//! Cheap per request by construction: all commands waiting in the channel are handed to the
+//! session in one go, everything they encode goes out in one `write`, the socket is read in
+//! 64 KiB chunks and every complete frame in a chunk is handled before the next poll.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, watch};
+use tokio::time::{sleep, timeout, Sleep};
+use tracing::{debug, trace};
+use zk_proto::frame::decode_frame;
+
+use crate::connect::HostList;
+use crate::session::{Command, Disconnect, Session};
+use crate::watch::SessionInfo;
+
+/// Read buffer size (and the spare room kept before each read).
+const READ_BUF: usize = 64 * 1024;
+const MIN_READ_SPACE: usize = 8 * 1024;
+/// Most commands taken from the channel before the socket is looked at again.
+const MAX_DRAIN: usize = 4096;
+/// Read-only probing: first pause, doubling up to the max (Java: 100 ms .. 60 s).
+const PROBE_MIN: Duration = Duration::from_millis(100);
+const PROBE_MAX: Duration = Duration::from_secs(5);
+
+type Probe = Pin<Box<dyn Future<Output = Option<usize>> + Send>>;
+
+/// The current time, from tokio's clock so paused-time tests control it.
+pub(crate) fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
+}
+
+pub(crate) struct Driver {
+    session: Session,
+    hosts: HostList,
+    rx: mpsc::UnboundedReceiver<Command>,
+    rx_closed: bool,
+    info: watch::Sender<SessionInfo>,
+    max_frame_len: usize,
+    timer: Pin<Box<Sleep>>,
+    deadline: Option<Instant>,
+}
+
+impl Driver {
+    pub(crate) fn new(
+        session: Session,
+        hosts: HostList,
+        rx: mpsc::UnboundedReceiver<Command>,
+        info: watch::Sender<SessionInfo>,
+        max_frame_len: usize,
+    ) -> Self {
+        Self {
+            session,
+            hosts,
+            rx,
+            rx_closed: false,
+            info,
+            max_frame_len,
+            timer: Box::pin(sleep(Duration::from_secs(86400))),
+            deadline: None,
+        }
+    }
+
+    /// Runs until the session is terminal.
+    pub(crate) async fn run(mut self) {
+        while !self.session.is_terminal() {
+            let delay = self.hosts.backoff();
+            let (index, addr) = self.hosts.next_host();
+            let addr = addr.to_owned();
+            match self.attempt(delay, &addr).await {
+                Some(stream) => self.serve(stream, index, &addr).await,
+                None => self.hosts.on_failure(),
+            }
+        }
+        self.publish();
+        debug!(state = ?self.session.state(), "session over");
+    }
+
+    /// Waits `delay`, then connects to `addr`, serving commands and timers meanwhile.
+    async fn attempt(&mut self, delay: Duration, addr: &str) -> Option<TcpStream> {
+        let connect_timeout = self.session.connect_timeout();
+        let connect = async move {
+            if !delay.is_zero() {
+                sleep(delay).await;
+            }
+            trace!(addr, "connecting");
+            match timeout(connect_timeout, TcpStream::connect(addr)).await {
+                Ok(Ok(stream)) => Some(stream),
+                Ok(Err(err)) => {
+                    debug!(addr, %err, "connect failed");
+                    None
+                }
+                Err(_) => {
+                    debug!(addr, "connect timed out");
+                    None
+                }
+            }
+        };
+        tokio::pin!(connect);
+        loop {
+            self.arm_timer();
+            tokio::select! {
+                stream = &mut connect => return stream,
+                cmd = self.rx.recv(), if !self.rx_closed => self.on_command(cmd),
+                () = self.timer.as_mut() => {
+                    self.deadline = None;
+                    let _ = self.session.handle_timeout(now());
+                }
+            }
+            self.publish();
+            if self.session.is_terminal() {
+                return None;
+            }
+        }
+    }
+
+    /// Runs one connection until it drops or the session ends.
+    async fn serve(&mut self, mut stream: TcpStream, index: usize, addr: &str) {
+        let _ = stream.set_nodelay(true);
+        let (mut rd, mut wr) = stream.split();
+        self.session.handle_connected(now());
+        let mut rbuf = BytesMut::with_capacity(READ_BUF);
+        let mut wbuf = Bytes::new();
+        let mut established = false;
+        let mut probe: Option<Probe> = None;
+        let mut probe_delay = PROBE_MIN;
+        let reason = loop {
+            if wbuf.is_empty() {
+                if let Some(bytes) = self.session.poll_transmit() {
+                    wbuf = bytes;
+                }
+            }
+            self.publish();
+            if self.session.is_terminal() {
+                // Best effort: e.g. nothing, or the tail of a reply we no longer need.
+                return;
+            }
+            if !established && self.session.is_connected() {
+                established = true;
+                self.hosts.on_success();
+                debug!(addr, "connected");
+            }
+            if self.session.is_read_only() && probe.is_none() && self.hosts.len() > 1 {
+                probe = Some(Box::pin(probe_read_write(
+                    self.hosts.others(index),
+                    probe_delay,
+                    self.session.connect_timeout(),
+                )));
+                probe_delay = (probe_delay * 2).min(PROBE_MAX);
+            }
+            self.arm_timer();
+            tokio::select! {
+                r = rd.read_buf(&mut rbuf) => match r {
+                    Ok(0) | Err(_) => break Disconnect::Transport,
+                    Ok(_) => {
+                        if let Err(reason) = self.on_read(&mut rbuf) {
+                            break reason;
+                        }
+                    }
+                },
+                r = wr.write(&wbuf), if !wbuf.is_empty() => match r {
+                    Ok(n) => wbuf.advance(n),
+                    Err(_) => break Disconnect::Transport,
+                },
+                cmd = self.rx.recv(), if !self.rx_closed => self.on_command(cmd),
+                () = self.timer.as_mut() => {
+                    self.deadline = None;
+                    if let Err(reason) = self.session.handle_timeout(now()) {
+                        break reason;
+                    }
+                }
+                found = async { probe.as_mut().expect("guarded").await }, if probe.is_some() => {
+                    probe = None;
+                    if let Some(i) = found {
+                        debug!(addr, "found a read/write server: moving");
+                        self.hosts.prefer(i);
+                        break Disconnect::ToReadWrite;
+                    }
+                }
+            }
+        };
+        self.session.handle_disconnect(&reason, now());
+        self.hosts.on_failure();
+        self.publish();
+    }
+
+    fn on_read(&mut self, rbuf: &mut BytesMut) -> Result<(), Disconnect> {
+        let now = now();
+        while !self.session.is_terminal() {
+            match decode_frame(rbuf, self.max_frame_len) {
+                Ok(Some(frame)) => self.session.handle_frame(frame, now)?,
+                Ok(None) => break,
+                Err(e) => return Err(Disconnect::Protocol(e)),
+            }
+        }
+        if rbuf.capacity() - rbuf.len() < MIN_READ_SPACE {
+            rbuf.reserve(READ_BUF);
+        }
+        Ok(())
+    }
+
+    fn on_command(&mut self, cmd: Option<Command>) {
+        let now = now();
+        match cmd {
+            Some(cmd) => {
+                self.session.handle_command(cmd, now);
+                for _ in 0..MAX_DRAIN {
+                    match self.rx.try_recv() {
+                        Ok(cmd) => self.session.handle_command(cmd, now),
+                        Err(_) => break,
+                    }
+                }
+            }
+            None => {
+                debug!("every client handle dropped: closing the session");
+                self.rx_closed = true;
+                self.session.handle_shutdown(now);
+            }
+        }
+    }
+
+    fn arm_timer(&mut self) {
+        let deadline = self.session.poll_timeout();
+        if deadline != self.deadline {
+            self.deadline = deadline;
+            let at = deadline.unwrap_or_else(|| now() + Duration::from_secs(86400));
+            self.timer
+                .as_mut()
+                .reset(tokio::time::Instant::from_std(at));
+        }
+    }
+
+    fn publish(&mut self) {
+        if let Some(info) = self.session.poll_info() {
+            self.info.send_replace(info);
+        }
+    }
+}
+
+/// Asks each host whether it is a read/write server (`isro` four-letter word, answered
+/// `rw` or `ro`), like the Java client's `pingRwServer`. Returns the first read/write one.
+async fn probe_read_write(
+    hosts: Vec<(usize, String)>,
+    delay: Duration,
+    per_host: Duration,
+) -> Option<usize> {
+    sleep(delay).await;
+    for (index, addr) in hosts {
+        let answer = timeout(per_host, async {
+            let mut stream = TcpStream::connect(&addr).await.ok()?;
+            stream.write_all(b"isro").await.ok()?;
+            let mut buf = Vec::with_capacity(4);
+            (&mut stream).take(16).read_to_end(&mut buf).await.ok()?;
+            Some(buf)
+        })
+        .await;
+        if let Ok(Some(answer)) = answer {
+            trace!(addr, answer = %String::from_utf8_lossy(&answer), "isro");
+            if answer.starts_with(b"rw") {
+                return Some(index);
+            }
+        }
+    }
+    None
+}

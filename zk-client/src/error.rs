@@ -1,0 +1,197 @@
+//! The client's error type.
+//!
+//! ZooKeeper outcomes are a closed set fixed by the protocol, and callers (locks, leader
+//! election) branch on `NodeExists`/`NoNode` all the time, so [`Error`] is a flat enum rather
+//! than an opaque struct. It is `Clone` because one socket failure answers many pending
+//! requests, which is also why `io::Error` sits behind an `Arc`.
+
+use std::io;
+use std::sync::Arc;
+
+use zk_proto::{DecodeError, ErrorCode};
+
+/// `Result` with the client's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything a ZooKeeper call can fail with.
+///
+/// Node outcomes (`NoNode`, `NodeExists`, ...) are the server's answer to a request that
+/// reached it. Session outcomes (`ConnectionLoss`, `SessionExpired`, ...) describe the
+/// connection or the session. Every other server code is [`Error::Server`].
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The node does not exist.
+    #[error("node does not exist")]
+    NoNode,
+    /// The node already exists.
+    #[error("node already exists")]
+    NodeExists,
+    /// The expected version does not match the node's version.
+    #[error("version conflict")]
+    BadVersion,
+    /// The node has children and cannot be deleted.
+    #[error("node has children")]
+    NotEmpty,
+    /// Ephemeral nodes cannot have children.
+    #[error("ephemeral nodes may not have children")]
+    NoChildrenForEphemerals,
+    /// The session lacks the permission the node's ACL requires.
+    #[error("not authorized")]
+    NoAuth,
+    /// The ACL is invalid (empty, or an `auth` ACL without credentials).
+    #[error("invalid acl")]
+    InvalidAcl,
+    /// The connection to the server was lost before the reply arrived.
+    ///
+    /// The operation may or may not have been applied. It is never retried by the client.
+    #[error("connection lost: the operation may or may not have been applied")]
+    ConnectionLoss,
+    /// The session expired; it is terminal and every later call fails with this error.
+    #[error("session expired")]
+    SessionExpired,
+    /// The server rejected the session's credentials; the session is terminal.
+    #[error("authentication failed")]
+    AuthFailed,
+    /// The client was closed.
+    #[error("client closed")]
+    Closed,
+    /// A local bound elapsed (the first connect, or a call waiting for a reconnect).
+    #[error("timed out")]
+    Timeout,
+    /// A multi (transaction) failed: the op at `index` failed with `code` and nothing was
+    /// applied.
+    #[error("multi op {index} failed: {code:?}")]
+    Multi {
+        /// Index of the first failing op in the request.
+        index: usize,
+        /// The error of that op.
+        code: ErrorCode,
+    },
+    /// Any other error code the server answered with.
+    #[error("server error {0:?}")]
+    Server(ErrorCode),
+    /// A path was rejected before anything was sent.
+    #[error("invalid path {path:?}: {reason}")]
+    InvalidPath {
+        /// The path as given.
+        path: String,
+        /// Why it was rejected.
+        reason: &'static str,
+    },
+    /// An argument was rejected before anything was sent (e.g. a TTL with a non-TTL mode).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(&'static str),
+    /// A transport error (connecting).
+    #[error("io error: {0}")]
+    Io(Arc<io::Error>),
+    /// The server sent bytes that do not decode as the expected record.
+    #[error("protocol error: {0}")]
+    Protocol(#[from] DecodeError),
+}
+
+impl Error {
+    /// Whether this is [`Error::ConnectionLoss`].
+    pub fn is_connection_loss(&self) -> bool {
+        matches!(self, Error::ConnectionLoss)
+    }
+
+    /// Whether the same call may succeed if tried again on the same session.
+    ///
+    /// True for `ConnectionLoss`, `Timeout` and the server's `Throttled`/`RequestTimeout`.
+    /// A non-idempotent operation that failed with `ConnectionLoss` may have been applied:
+    /// check its effect before retrying (ZOOKEEPER-22).
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Error::ConnectionLoss
+                | Error::Timeout
+                | Error::Server(ErrorCode::Throttled)
+                | Error::Server(ErrorCode::RequestTimeout)
+        )
+    }
+
+    /// Whether the session is over (expired, closed, or authentication failed).
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self,
+            Error::SessionExpired | Error::Closed | Error::AuthFailed
+        )
+    }
+
+    /// The ZooKeeper error code this error corresponds to, if any.
+    ///
+    /// ```
+    /// use zk_client::{Error, ErrorCode};
+    /// assert_eq!(Error::NoNode.code(), Some(ErrorCode::NoNode));
+    /// assert_eq!(Error::Closed.code(), None);
+    /// ```
+    pub fn code(&self) -> Option<ErrorCode> {
+        Some(match self {
+            Error::NoNode => ErrorCode::NoNode,
+            Error::NodeExists => ErrorCode::NodeExists,
+            Error::BadVersion => ErrorCode::BadVersion,
+            Error::NotEmpty => ErrorCode::NotEmpty,
+            Error::NoChildrenForEphemerals => ErrorCode::NoChildrenForEphemerals,
+            Error::NoAuth => ErrorCode::NoAuth,
+            Error::InvalidAcl => ErrorCode::InvalidAcl,
+            Error::ConnectionLoss => ErrorCode::ConnectionLoss,
+            Error::SessionExpired => ErrorCode::SessionExpired,
+            Error::AuthFailed => ErrorCode::AuthFailed,
+            Error::Multi { code, .. } => *code,
+            Error::Server(code) => *code,
+            _ => return None,
+        })
+    }
+}
+
+impl From<ErrorCode> for Error {
+    fn from(code: ErrorCode) -> Self {
+        match code {
+            ErrorCode::NoNode => Error::NoNode,
+            ErrorCode::NodeExists => Error::NodeExists,
+            ErrorCode::BadVersion => Error::BadVersion,
+            ErrorCode::NotEmpty => Error::NotEmpty,
+            ErrorCode::NoChildrenForEphemerals => Error::NoChildrenForEphemerals,
+            ErrorCode::NoAuth => Error::NoAuth,
+            ErrorCode::InvalidAcl => Error::InvalidAcl,
+            ErrorCode::ConnectionLoss => Error::ConnectionLoss,
+            ErrorCode::SessionExpired => Error::SessionExpired,
+            ErrorCode::AuthFailed => Error::AuthFailed,
+            other => Error::Server(other),
+        }
+    }
+}
+
+const _: fn() = || {
+    fn assert_traits<T: Send + Sync + Clone + 'static>() {}
+    assert_traits::<Error>();
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_map_both_ways() {
+        for code in ErrorCode::KNOWN.iter().copied().filter(|c| !c.is_ok()) {
+            assert_eq!(Error::from(code).code(), Some(code), "{code:?}");
+        }
+        assert!(matches!(
+            Error::from(ErrorCode::Other(-999)),
+            Error::Server(ErrorCode::Other(-999))
+        ));
+    }
+
+    #[test]
+    fn predicates() {
+        assert!(Error::ConnectionLoss.is_connection_loss());
+        assert!(Error::ConnectionLoss.is_retryable());
+        assert!(!Error::NodeExists.is_retryable());
+        assert!(Error::SessionExpired.is_terminal());
+        assert_eq!(
+            Error::ConnectionLoss.to_string(),
+            "connection lost: the operation may or may not have been applied"
+        );
+    }
+}

@@ -1,0 +1,206 @@
+//! Client-side path validation and the chroot, in both directions.
+//!
+//! Every path a caller gives goes through [`Chroot::to_server`] (validate, then prefix) and
+//! every path the server sends back (created paths, watch events, multi results) goes through
+//! [`Chroot::to_client`] (strip). Nothing else in the crate touches the chroot.
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+
+/// Checks a path the way the Java client's `PathUtils.validatePath` does.
+///
+/// A path is absolute (`/` first), has no empty segment (`//`), no trailing `/` (except the root
+/// `/` itself), no `.` or `..` segment, and none of the characters the reference client
+/// rejects: NUL, U+0001..U+001F, U+007F..U+009F, U+D800..U+F8FF, U+FFF0..U+FFFF. Characters
+/// outside the Basic Multilingual Plane are rejected too, because Java sees them as surrogate
+/// pairs, which fall in the rejected range. A sequential create may end with `/` (the server
+/// appends the sequence number): pass `sequential = true` for it.
+pub(crate) fn validate(path: &str, sequential: bool) -> Result<()> {
+    let invalid = |reason| {
+        Err(Error::InvalidPath {
+            path: path.to_owned(),
+            reason,
+        })
+    };
+    if path.is_empty() {
+        return invalid("path must not be empty");
+    }
+    if !path.starts_with('/') {
+        return invalid("path must start with /");
+    }
+    if path.len() == 1 {
+        return Ok(());
+    }
+    if path.ends_with('/') && !sequential {
+        return invalid("path must not end with /");
+    }
+    // Segments between slashes; for a sequential path the empty last segment stands for the
+    // sequence number the server adds.
+    let segments: Vec<&str> = path[1..].split('/').collect();
+    let last = segments.len() - 1;
+    for (i, segment) in segments.iter().enumerate() {
+        if segment.is_empty() && !(sequential && i == last) {
+            return invalid("empty node name (//)");
+        }
+        if *segment == "." || *segment == ".." {
+            return invalid("relative paths (. or ..) are not allowed");
+        }
+    }
+    for c in path.chars() {
+        let u = c as u32;
+        if u == 0 {
+            return invalid("null character not allowed");
+        }
+        if (0x01..=0x1f).contains(&u)
+            || (0x7f..=0x9f).contains(&u)
+            || (0xd800..=0xf8ff).contains(&u)
+            || (0xfff0..=0xffff).contains(&u)
+            || u > 0xffff
+        {
+            return invalid("invalid character");
+        }
+    }
+    Ok(())
+}
+
+/// The chroot of a client: a prefix added to every path sent and removed from every path
+/// received. The empty chroot means none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Chroot(Arc<str>);
+
+impl Default for Chroot {
+    fn default() -> Self {
+        Chroot(Arc::from(""))
+    }
+}
+
+impl Chroot {
+    /// A chroot from the part of a connect string after the hosts (`/app`, or `` / `/` for
+    /// none).
+    pub(crate) fn new(root: &str) -> Result<Self> {
+        if root.is_empty() || root == "/" {
+            return Ok(Chroot::default());
+        }
+        validate(root, false)?;
+        Ok(Chroot(Arc::from(root)))
+    }
+
+    /// The chroot as a path, or `""` when there is none.
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Validates a caller's path and returns the server path.
+    pub(crate) fn to_server(&self, path: &str, sequential: bool) -> Result<String> {
+        validate(path, sequential)?;
+        if self.0.is_empty() {
+            return Ok(path.to_owned());
+        }
+        if path == "/" {
+            return Ok(self.0.to_string());
+        }
+        let mut out = String::with_capacity(self.0.len() + path.len());
+        out.push_str(&self.0);
+        out.push_str(path);
+        Ok(out)
+    }
+
+    /// Removes the chroot from a server path. A path outside the chroot (which the server
+    /// never sends for this session's requests) is returned unchanged.
+    pub(crate) fn to_client(&self, path: &str) -> String {
+        if self.0.is_empty() {
+            return path.to_owned();
+        }
+        match path.strip_prefix(&*self.0) {
+            Some("") => "/".to_owned(),
+            Some(rest) if rest.starts_with('/') => rest.to_owned(),
+            _ => path.to_owned(),
+        }
+    }
+
+    /// Like [`Chroot::to_client`], taking ownership to avoid a copy when there is no chroot.
+    pub(crate) fn strip_owned(&self, path: String) -> String {
+        if self.0.is_empty() {
+            path
+        } else {
+            self.to_client(&path)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(p: &str) -> bool {
+        validate(p, false).is_ok()
+    }
+
+    #[test]
+    fn validation_matches_the_java_rules() {
+        for good in [
+            "/",
+            "/a",
+            "/a/b",
+            "/a.b",
+            "/.a",
+            "/a..",
+            "/...",
+            "/é",
+            "/a b",
+            "/zookeeper",
+        ] {
+            assert!(ok(good), "{good:?} should be valid");
+        }
+        for bad in [
+            "",
+            "a",
+            "a/b",
+            "/a/",
+            "//",
+            "/a//b",
+            "/.",
+            "/..",
+            "/a/./b",
+            "/a/../b",
+            "/a/.",
+            "/a\0b",
+            "/a\u{1}",
+            "/a\u{7f}",
+            "/a\u{9f}",
+            "/\u{e000}",
+            "/\u{fff0}",
+            "/\u{1f600}",
+        ] {
+            assert!(!ok(bad), "{bad:?} should be invalid");
+        }
+        assert!(validate("/a/lock-", true).is_ok());
+        assert!(validate("/a/", true).is_ok());
+        assert!(validate("/a//", true).is_err());
+        match validate("x", false) {
+            Err(Error::InvalidPath { path, reason }) => {
+                assert_eq!(path, "x");
+                assert_eq!(reason, "path must start with /");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn chroot_adds_and_strips() {
+        let c = Chroot::new("/app").unwrap();
+        assert_eq!(c.to_server("/", false).unwrap(), "/app");
+        assert_eq!(c.to_server("/x/y", false).unwrap(), "/app/x/y");
+        assert_eq!(c.to_client("/app"), "/");
+        assert_eq!(c.to_client("/app/x"), "/x");
+        assert_eq!(c.to_client("/apple"), "/apple");
+        assert_eq!(c.to_client("/other"), "/other");
+        assert!(c.to_server("bad", false).is_err());
+
+        let none = Chroot::new("/").unwrap();
+        assert_eq!(none.to_server("/x", false).unwrap(), "/x");
+        assert_eq!(none.strip_owned("/x".into()), "/x");
+        assert!(Chroot::new("/a/").is_err());
+    }
+}

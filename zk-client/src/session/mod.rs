@@ -1,0 +1,712 @@
+//! The sans-IO session state machine.
+//!
+//! [`Session`] holds everything about a ZooKeeper session except the socket and the clock:
+//! the handshake, xids, the FIFO of requests in flight, the queue of requests waiting for a
+//! connection or a window slot, the watch registry, the credentials to replay, and the
+//! timers. It does no IO and reads no clock: the driver feeds it inputs and drains its
+//! outputs, in the style of `quinn-proto`'s `Connection`.
+//!
+//! # Inputs (`handle_*`)
+//!
+//! * [`Session::handle_command`]: a request or command from a client handle.
+//! * [`Session::handle_connected`]: a TCP connection to a server is up (writes the
+//!   `ConnectRequest`).
+//! * [`Session::handle_frame`]: one frame body from the server.
+//! * [`Session::handle_timeout`]: the deadline from [`Session::poll_timeout`] passed.
+//! * [`Session::handle_disconnect`]: the connection is gone (IO error, EOF, or because an
+//!   input above returned a [`Disconnect`]).
+//!
+//! # Outputs (`poll_*`), to call after every input
+//!
+//! * [`Session::poll_transmit`]: bytes to write, all packets coalesced into one buffer.
+//! * [`Session::poll_info`]: the new [`SessionInfo`] to publish when the state changed.
+//! * [`Session::poll_timeout`]: when to call `handle_timeout` next.
+//! * [`Session::is_terminal`]: the session is over; the driver stops.
+//!
+//! # Order on a (re)connect
+//!
+//! `ConnectRequest`; then, once the `ConnectResponse` accepted the session, every auth
+//! packet ever sent on the session (in order), then the SetWatches batches, then the queued
+//! requests: the server applies them in that order, so queued requests already run with
+//! the credentials and watches of the session (as in Java's `ClientCnxn.primeConnection`).
+
+mod pending;
+mod request;
+pub(crate) mod timers;
+mod watches;
+mod xid;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use tokio::sync::oneshot;
+use tracing::{debug, trace, warn};
+use zk_proto::frame::encode_frame;
+use zk_proto::records::{
+    ConnectRequest, ConnectResponse, EventType, RemoveWatchesRequest, WatcherEvent, WatcherType,
+};
+use zk_proto::{
+    decode_exact, xid as special, DecodeError, ErrorCode, OpCode, Record, ReplyHeader,
+    RequestHeader,
+};
+
+use crate::error::{Error, Result};
+use crate::path::Chroot;
+use crate::watch::{SessionInfo, SessionState};
+use pending::{InFlight, PendingQueue};
+pub(crate) use request::{Command, Request, WatchAction, WatchKind, WatchSender};
+use watches::WatchRegistry;
+use xid::XidAllocator;
+
+/// Java's `ClientCnxn.SET_WATCHES_MAX_LENGTH`: the most bytes of paths per SetWatches packet.
+pub(crate) const SET_WATCHES_BATCH_BYTES: usize = 128 * 1024;
+
+/// Length of the password of a new session (zeros), as the Java client sends it.
+const EMPTY_PASSWORD: [u8; 16] = [0; 16];
+
+/// Settings of a session (from the [`ClientBuilder`](crate::ClientBuilder)).
+#[derive(Debug, Clone)]
+pub(crate) struct SessionConfig {
+    /// Requested session timeout.
+    pub(crate) session_timeout: Duration,
+    /// Bound on one TCP connect plus handshake.
+    pub(crate) connect_timeout: Duration,
+    /// Whether a read-only server is acceptable.
+    pub(crate) read_only: bool,
+    /// Most requests on the wire at once.
+    pub(crate) max_outstanding: usize,
+    /// How long a request made while disconnected waits for a connection.
+    pub(crate) reconnect_wait: Duration,
+    /// The chroot, to strip from watch event paths.
+    pub(crate) chroot: Chroot,
+    /// Most bytes of paths per SetWatches packet.
+    pub(crate) set_watches_batch: usize,
+}
+
+/// Why the current connection must be dropped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Disconnect {
+    /// A frame did not decode.
+    Protocol(DecodeError),
+    /// A reply did not answer the oldest pending request.
+    XidOutOfOrder { expected: Option<i32>, got: i32 },
+    /// Nothing arrived for the read timeout.
+    ReadTimeout,
+    /// No `ConnectResponse` within the connect timeout.
+    HandshakeTimeout,
+    /// The socket failed or the server closed it.
+    Transport,
+    /// Leaving a read-only server for a read/write one.
+    ToReadWrite,
+}
+
+impl From<DecodeError> for Disconnect {
+    fn from(e: DecodeError) -> Self {
+        Disconnect::Protocol(e)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// No connection.
+    Idle,
+    /// `ConnectRequest` sent, waiting for the `ConnectResponse`.
+    Handshaking { deadline: Instant },
+    /// Session established on this connection.
+    Connected { read_only: bool },
+    /// Expired, closed or auth failed.
+    Terminal,
+}
+
+/// A request not yet written: waiting for a connection or for a window slot.
+#[derive(Debug)]
+struct Waiting {
+    req: Request,
+    /// Set while disconnected: fail with `ConnectionLoss` after it.
+    deadline: Option<Instant>,
+}
+
+/// The session state machine. See the module docs for the input/output contract.
+#[derive(Debug)]
+pub(crate) struct Session {
+    cfg: SessionConfig,
+    phase: Phase,
+    state: SessionState,
+    info_changed: bool,
+    session_id: i64,
+    password: Bytes,
+    /// Whether a read/write server ever accepted this session (Java's `seenRwServerBefore`);
+    /// until then the id is a read-only server's and is not resumed elsewhere.
+    seen_rw: bool,
+    negotiated: Duration,
+    read_timeout: Duration,
+    ping_interval: Duration,
+    /// Highest zxid seen in a reply (never from a notification: ZOOKEEPER-4655).
+    last_zxid: i64,
+    xids: XidAllocator,
+    pending: PendingQueue,
+    waiting: VecDeque<Waiting>,
+    watches: WatchRegistry,
+    /// Encoded `AuthPacket`s sent on this session, replayed on every reconnect.
+    auths: Vec<Bytes>,
+    /// Callers waiting for the replies (xid -4) of auth packets on this connection, in order.
+    auth_waiters: VecDeque<Option<oneshot::Sender<Result<Bytes>>>>,
+    set_watches_pending: usize,
+    /// `closeSession` was written: nothing more goes out.
+    closing: bool,
+    out: BytesMut,
+    last_send: Instant,
+    last_recv: Instant,
+    /// Last time a server answered on this session (drives local expiry).
+    last_heard: Option<Instant>,
+}
+
+impl Session {
+    /// A session that has never connected.
+    pub(crate) fn new(cfg: SessionConfig, now: Instant) -> Self {
+        let (read_timeout, ping_interval) = timers::connection_timers(cfg.session_timeout);
+        Self {
+            negotiated: cfg.session_timeout,
+            cfg,
+            phase: Phase::Idle,
+            state: SessionState::Connecting,
+            info_changed: false,
+            session_id: 0,
+            password: Bytes::from_static(&EMPTY_PASSWORD),
+            seen_rw: false,
+            read_timeout,
+            ping_interval,
+            last_zxid: 0,
+            xids: XidAllocator::default(),
+            pending: PendingQueue::default(),
+            waiting: VecDeque::new(),
+            watches: WatchRegistry::default(),
+            auths: Vec::new(),
+            auth_waiters: VecDeque::new(),
+            set_watches_pending: 0,
+            closing: false,
+            out: BytesMut::with_capacity(64 * 1024),
+            last_send: now,
+            last_recv: now,
+            last_heard: None,
+        }
+    }
+
+    // ===== getters =====
+
+    pub(crate) fn state(&self) -> SessionState {
+        self.state
+    }
+
+    pub(crate) fn is_terminal(&self) -> bool {
+        self.phase == Phase::Terminal
+    }
+
+    pub(crate) fn is_connected(&self) -> bool {
+        matches!(self.phase, Phase::Connected { .. })
+    }
+
+    /// Whether the current connection is to a read-only server.
+    pub(crate) fn is_read_only(&self) -> bool {
+        self.phase == Phase::Connected { read_only: true }
+    }
+
+    pub(crate) fn connect_timeout(&self) -> Duration {
+        self.cfg.connect_timeout
+    }
+
+    /// Requests written and not yet answered.
+    #[cfg(test)]
+    pub(crate) fn in_flight(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Requests not yet written.
+    #[cfg(test)]
+    pub(crate) fn queued(&self) -> usize {
+        self.waiting.len()
+    }
+
+    // ===== outputs =====
+
+    /// Everything to write, coalesced; `None` when there is nothing.
+    pub(crate) fn poll_transmit(&mut self) -> Option<Bytes> {
+        if self.out.is_empty() {
+            None
+        } else {
+            Some(self.out.split().freeze())
+        }
+    }
+
+    /// The session info to publish, when it changed since the last call.
+    pub(crate) fn poll_info(&mut self) -> Option<SessionInfo> {
+        if !std::mem::take(&mut self.info_changed) {
+            return None;
+        }
+        Some(SessionInfo {
+            state: self.state,
+            session_id: self.session_id,
+            password: if self.session_id == 0 {
+                Bytes::new()
+            } else {
+                self.password.clone()
+            },
+            timeout: self.negotiated,
+        })
+    }
+
+    /// The next deadline, if any.
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        let expiry = self.last_heard.map(|t| t + self.negotiated);
+        let waiting = self.waiting.front().and_then(|w| w.deadline);
+        let min = |a: Option<Instant>, b: Option<Instant>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        match self.phase {
+            Phase::Terminal => None,
+            Phase::Connected { .. } => {
+                Some((self.last_recv + self.read_timeout).min(self.last_send + self.ping_interval))
+            }
+            Phase::Handshaking { deadline } => min(Some(deadline), min(expiry, waiting)),
+            Phase::Idle => min(expiry, waiting),
+        }
+    }
+
+    // ===== inputs =====
+
+    /// A request or command from a client handle.
+    pub(crate) fn handle_command(&mut self, cmd: Command, now: Instant) {
+        match cmd {
+            Command::Request(req) => self.submit(req, now),
+            Command::DropPersistent { path } => self.drop_persistent(path, now),
+        }
+    }
+
+    /// All client handles are gone: close the session on the server if connected, else
+    /// locally.
+    pub(crate) fn handle_shutdown(&mut self, now: Instant) {
+        if self.is_terminal() || self.closing {
+            return;
+        }
+        let (reply, _) = oneshot::channel();
+        self.submit(
+            Request {
+                op: OpCode::CloseSession,
+                body: Bytes::new(),
+                reply,
+                watch: None,
+            },
+            now,
+        );
+    }
+
+    fn submit(&mut self, req: Request, now: Instant) {
+        if let Some(err) = self.state.terminal_error() {
+            let _ = req.reply.send(Err(err));
+            return;
+        }
+        if self.closing {
+            let _ = req.reply.send(Err(Error::Closed));
+            return;
+        }
+        if req.op == OpCode::CloseSession && !self.is_connected() {
+            debug!("closing a disconnected session locally");
+            let _ = req.reply.send(Ok(Bytes::new()));
+            self.terminate(SessionState::Closed);
+            return;
+        }
+        if self.is_connected()
+            && self.waiting.is_empty()
+            && self.pending.len() < self.cfg.max_outstanding
+        {
+            self.transmit(req, now);
+        } else {
+            let deadline = (!self.is_connected()).then(|| now + self.cfg.reconnect_wait);
+            self.waiting.push_back(Waiting { req, deadline });
+        }
+    }
+
+    /// Writes one request; its reply slot goes on the pending queue (or, for auth, on the
+    /// auth waiters).
+    fn transmit(&mut self, req: Request, now: Instant) {
+        if req.op == OpCode::Auth {
+            write_packet(&mut self.out, special::AUTH, OpCode::Auth, &req.body);
+            self.auths.push(req.body);
+            self.auth_waiters.push_back(Some(req.reply));
+        } else {
+            let xid = self.xids.next_xid();
+            write_packet(&mut self.out, xid, req.op, &req.body);
+            trace!(xid, op = ?req.op, "request");
+            if req.op == OpCode::CloseSession {
+                self.closing = true;
+            }
+            self.pending.push(InFlight {
+                xid,
+                op: req.op,
+                reply: req.reply,
+                watch: req.watch,
+            });
+        }
+        self.last_send = now;
+    }
+
+    /// Moves waiting requests onto the wire while the window has room.
+    fn fill_window(&mut self, now: Instant) {
+        while self.is_connected() && self.pending.len() < self.cfg.max_outstanding {
+            if self.closing {
+                for w in self.waiting.drain(..) {
+                    let _ = w.req.reply.send(Err(Error::Closed));
+                }
+                return;
+            }
+            let Some(w) = self.waiting.pop_front() else {
+                return;
+            };
+            self.transmit(w.req, now);
+        }
+    }
+
+    fn drop_persistent(&mut self, path: String, now: Instant) {
+        let unused = self.watches.prune_path(&path)
+            && !self.pending.registers_watch_on(&path)
+            && !self
+                .waiting
+                .iter()
+                .any(|w| w.req.watch.as_ref().is_some_and(|a| a.path() == path));
+        if !unused || !self.is_connected() || self.closing {
+            return;
+        }
+        debug!(
+            path,
+            "last watcher dropped: removing the server-side watches"
+        );
+        let mut body = BytesMut::new();
+        RemoveWatchesRequest {
+            path,
+            watcher_type: WatcherType::Any as i32,
+        }
+        .encode(&mut body);
+        let (reply, _) = oneshot::channel();
+        self.submit(
+            Request {
+                op: OpCode::RemoveWatches,
+                body: body.freeze(),
+                reply,
+                watch: None,
+            },
+            now,
+        );
+    }
+
+    /// A TCP connection is up: starts the handshake.
+    pub(crate) fn handle_connected(&mut self, now: Instant) {
+        if self.is_terminal() {
+            return;
+        }
+        self.out.clear();
+        let resume = self.seen_rw && self.session_id != 0;
+        let request = ConnectRequest {
+            protocol_version: 0,
+            last_zxid_seen: self.last_zxid,
+            timeout: i32::try_from(self.cfg.session_timeout.as_millis()).unwrap_or(i32::MAX),
+            session_id: if resume { self.session_id } else { 0 },
+            passwd: if resume {
+                self.password.clone()
+            } else {
+                Bytes::from_static(&EMPTY_PASSWORD)
+            },
+            read_only: self.cfg.read_only,
+        };
+        debug!(resume, session_id = self.session_id, "handshake");
+        encode_frame(&mut self.out, |b| request.encode(b));
+        self.phase = Phase::Handshaking {
+            deadline: now + self.cfg.connect_timeout,
+        };
+        self.last_send = now;
+        self.last_recv = now;
+    }
+
+    /// One frame body from the server.
+    pub(crate) fn handle_frame(&mut self, frame: Bytes, now: Instant) -> Result<(), Disconnect> {
+        self.last_recv = now;
+        match self.phase {
+            Phase::Handshaking { .. } => self.handle_connect_response(frame, now),
+            Phase::Connected { .. } => {
+                self.last_heard = Some(now);
+                self.handle_reply(frame, now)
+            }
+            Phase::Idle | Phase::Terminal => Ok(()),
+        }
+    }
+
+    fn handle_connect_response(
+        &mut self,
+        mut frame: Bytes,
+        now: Instant,
+    ) -> Result<(), Disconnect> {
+        let resp = ConnectResponse::decode(&mut frame)?;
+        if resp.timeout <= 0 {
+            warn!(
+                session_id = self.session_id,
+                "server says the session expired"
+            );
+            self.terminate(SessionState::Expired);
+            return Ok(());
+        }
+        if self.session_id != 0 && resp.session_id != self.session_id {
+            debug!(
+                old = self.session_id,
+                new = resp.session_id,
+                "new session id"
+            );
+        }
+        self.session_id = resp.session_id;
+        self.password = resp.passwd;
+        self.negotiated = Duration::from_millis(resp.timeout as u64);
+        (self.read_timeout, self.ping_interval) = timers::connection_timers(self.negotiated);
+        self.seen_rw |= !resp.read_only;
+        self.phase = Phase::Connected {
+            read_only: resp.read_only,
+        };
+        self.last_heard = Some(now);
+        self.info_changed = true; // the id or password may be new even if the state is not
+        self.set_state(if resp.read_only {
+            SessionState::ConnectedReadOnly
+        } else {
+            SessionState::Connected
+        });
+        debug!(
+            session_id = format_args!("{:#x}", self.session_id),
+            timeout_ms = resp.timeout,
+            read_only = resp.read_only,
+            "session established"
+        );
+
+        // Credentials first, then watches, then whatever was queued.
+        self.auth_waiters.clear();
+        for auth in &self.auths {
+            write_packet(&mut self.out, special::AUTH, OpCode::Auth, auth);
+            self.auth_waiters.push_back(None);
+        }
+        let batches = self
+            .watches
+            .set_watches(self.last_zxid, self.cfg.set_watches_batch);
+        self.set_watches_pending = batches.len();
+        for batch in batches {
+            write_packet(&mut self.out, special::SET_WATCHES, batch.op, &batch.body);
+        }
+        for w in &mut self.waiting {
+            w.deadline = None;
+        }
+        self.last_send = now;
+        self.fill_window(now);
+        Ok(())
+    }
+
+    fn handle_reply(&mut self, mut frame: Bytes, now: Instant) -> Result<(), Disconnect> {
+        let header = ReplyHeader::decode(&mut frame)?;
+        match header.xid {
+            special::NOTIFICATION => {
+                let event: WatcherEvent = decode_exact(frame)?;
+                if event.event_type == EventType::None {
+                    debug!(state = ?event.state, "session event from the server");
+                    return Ok(());
+                }
+                let told = self
+                    .watches
+                    .fire(event.event_type, &event.path, &self.cfg.chroot);
+                trace!(event = ?event.event_type, told, "notification");
+            }
+            special::PING => {}
+            special::AUTH => {
+                let waiter = self.auth_waiters.pop_front().flatten();
+                if header.err == ErrorCode::AuthFailed {
+                    if let Some(w) = waiter {
+                        let _ = w.send(Err(Error::AuthFailed));
+                    }
+                    warn!("authentication failed");
+                    self.terminate(SessionState::AuthFailed);
+                } else if let Some(w) = waiter {
+                    let _ = w.send(if header.err.is_ok() {
+                        Ok(Bytes::new())
+                    } else {
+                        Err(header.err.into())
+                    });
+                }
+            }
+            special::SET_WATCHES => {
+                self.set_watches_pending = self.set_watches_pending.saturating_sub(1);
+                if !header.err.is_ok() {
+                    warn!(err = ?header.err, "SetWatches failed");
+                }
+            }
+            xid => {
+                let inflight = self.pending.pop_matching(xid).map_err(|expected| {
+                    warn!(?expected, got = xid, "reply out of order");
+                    Disconnect::XidOutOfOrder { expected, got: xid }
+                })?;
+                if header.zxid > 0 {
+                    self.last_zxid = header.zxid;
+                }
+                self.complete(inflight, header.err, frame);
+                self.fill_window(now);
+            }
+        }
+        Ok(())
+    }
+
+    /// Answers a request; registers or removes watches when it succeeded.
+    fn complete(&mut self, inflight: InFlight, err: ErrorCode, body: Bytes) {
+        if inflight.op == OpCode::CloseSession {
+            let _ = inflight.reply.send(Ok(Bytes::new()));
+            debug!("session closed");
+            self.terminate(SessionState::Closed);
+            return;
+        }
+        let ok = err.is_ok();
+        match inflight.watch {
+            Some(WatchAction::Register { path, kind, sender }) => {
+                if ok {
+                    // An exists watch on a node that exists is a data watch (Java's
+                    // ExistsWatchRegistration); on a missing node it is an exist watch.
+                    let kind = if kind == WatchKind::Exist {
+                        WatchKind::Data
+                    } else {
+                        kind
+                    };
+                    self.watches.register(path, kind, sender);
+                } else if kind == WatchKind::Exist && err == ErrorCode::NoNode {
+                    self.watches.register(path, kind, sender);
+                }
+            }
+            Some(WatchAction::Remove { path, kind }) if ok => {
+                self.watches.remove(&path, kind, &self.cfg.chroot);
+            }
+            _ => {}
+        }
+        let _ = inflight
+            .reply
+            .send(if ok { Ok(body) } else { Err(err.into()) });
+    }
+
+    /// The connection is gone. In-flight requests fail with `ConnectionLoss` (they may or
+    /// may not have been applied and are never retried); queued ones wait for the next
+    /// connection, up to the reconnect wait.
+    pub(crate) fn handle_disconnect(&mut self, reason: &Disconnect, now: Instant) {
+        if self.is_terminal() {
+            return;
+        }
+        if self.closing {
+            self.terminate(SessionState::Closed);
+            return;
+        }
+        debug!(?reason, in_flight = self.pending.len(), "disconnected");
+        self.phase = Phase::Idle;
+        self.out.clear();
+        self.pending.fail_all(&Error::ConnectionLoss);
+        for w in self.auth_waiters.drain(..).flatten() {
+            let _ = w.send(Err(Error::ConnectionLoss));
+        }
+        self.set_watches_pending = 0;
+        let deadline = now + self.cfg.reconnect_wait;
+        for w in &mut self.waiting {
+            w.deadline.get_or_insert(deadline);
+        }
+        self.set_state(if self.session_id != 0 {
+            SessionState::Disconnected
+        } else {
+            SessionState::Connecting
+        });
+    }
+
+    /// The deadline from `poll_timeout` passed (or any time: early calls do nothing).
+    pub(crate) fn handle_timeout(&mut self, now: Instant) -> Result<(), Disconnect> {
+        match self.phase {
+            Phase::Terminal => return Ok(()),
+            Phase::Connected { .. } => {
+                if now >= self.last_recv + self.read_timeout {
+                    warn!(
+                        silent_ms = now.duration_since(self.last_recv).as_millis() as u64,
+                        "server silent for the read timeout"
+                    );
+                    return Err(Disconnect::ReadTimeout);
+                }
+                if now >= self.last_send + self.ping_interval {
+                    trace!("ping");
+                    write_packet(&mut self.out, special::PING, OpCode::Ping, &[]);
+                    self.last_send = now;
+                }
+                return Ok(());
+            }
+            Phase::Handshaking { .. } | Phase::Idle => {}
+        }
+        // Not connected. No server has answered for a whole session timeout: the ensemble
+        // has expired the session (or will within a tick); report it rather than wait for a
+        // server to say so, which may be never during a partition.
+        if let Some(heard) = self.last_heard {
+            if now >= heard + self.negotiated {
+                warn!("no server answered for the session timeout: session expired");
+                self.terminate(SessionState::Expired);
+                return Ok(());
+            }
+        }
+        while let Some(w) = self.waiting.front() {
+            match w.deadline {
+                Some(d) if now >= d => {
+                    let w = self.waiting.pop_front().expect("front exists");
+                    let _ = w.req.reply.send(Err(Error::ConnectionLoss));
+                }
+                _ => break,
+            }
+        }
+        if let Phase::Handshaking { deadline } = self.phase {
+            if now >= deadline {
+                return Err(Disconnect::HandshakeTimeout);
+            }
+        }
+        Ok(())
+    }
+
+    // ===== internals =====
+
+    fn set_state(&mut self, state: SessionState) {
+        if self.state != state {
+            debug!(from = ?self.state, to = ?state, "session state");
+            self.state = state;
+            self.info_changed = true;
+        }
+    }
+
+    /// Ends the session: every pending, queued and watching caller gets the terminal error.
+    fn terminate(&mut self, state: SessionState) {
+        let err = state.terminal_error().expect("terminal state");
+        self.phase = Phase::Terminal;
+        self.set_state(state);
+        self.out.clear();
+        self.pending.fail_all(&err);
+        for w in self.waiting.drain(..) {
+            let _ = w.req.reply.send(Err(err.clone()));
+        }
+        for w in self.auth_waiters.drain(..).flatten() {
+            let _ = w.send(Err(err.clone()));
+        }
+        self.watches.fail_all(&err);
+    }
+}
+
+/// Appends `[len][xid][op][body]`.
+fn write_packet(out: &mut BytesMut, xid: i32, op: OpCode, body: &[u8]) {
+    encode_frame(out, |b| {
+        RequestHeader {
+            xid,
+            op: op.as_i32(),
+        }
+        .encode(b);
+        b.put_slice(body);
+    });
+}

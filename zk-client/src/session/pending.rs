@@ -1,0 +1,63 @@
+//! The FIFO queue of requests written to the server and not yet answered.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+use tokio::sync::oneshot;
+use zk_proto::OpCode;
+
+use super::request::WatchAction;
+use crate::error::{Error, Result};
+
+/// A request on the wire, waiting for its reply.
+#[derive(Debug)]
+pub(crate) struct InFlight {
+    pub(crate) xid: i32,
+    pub(crate) op: OpCode,
+    pub(crate) reply: oneshot::Sender<Result<Bytes>>,
+    pub(crate) watch: Option<WatchAction>,
+}
+
+/// Requests in the order they were written.
+///
+/// A ZooKeeper server answers one session's requests in order, so the next reply must be for
+/// the front entry: a reply for any other xid is a protocol violation, not a lookup miss
+/// (Java's `ClientCnxn.readResponse` throws "Xid out of order" there).
+#[derive(Debug, Default)]
+pub(crate) struct PendingQueue {
+    queue: VecDeque<InFlight>,
+}
+
+impl PendingQueue {
+    pub(crate) fn push(&mut self, inflight: InFlight) {
+        self.queue.push_back(inflight);
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Pops the front entry if it has this xid; otherwise returns the xid that was expected
+    /// (`None` when nothing is pending).
+    pub(crate) fn pop_matching(&mut self, xid: i32) -> Result<InFlight, Option<i32>> {
+        match self.queue.front() {
+            Some(front) if front.xid == xid => Ok(self.queue.pop_front().expect("front exists")),
+            Some(front) => Err(Some(front.xid)),
+            None => Err(None),
+        }
+    }
+
+    /// Whether an entry will register a watch on `path`.
+    pub(crate) fn registers_watch_on(&self, path: &str) -> bool {
+        self.queue
+            .iter()
+            .any(|f| f.watch.as_ref().is_some_and(|w| w.path() == path))
+    }
+
+    /// Fails every entry with `err`.
+    pub(crate) fn fail_all(&mut self, err: &Error) {
+        for inflight in self.queue.drain(..) {
+            let _ = inflight.reply.send(Err(err.clone()));
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! What client handles send to the driver: commands, requests and their watch actions.
+
+use bytes::Bytes;
+use tokio::sync::{mpsc, oneshot};
+use zk_proto::records::WatcherType;
+use zk_proto::OpCode;
+
+use crate::error::Result;
+use crate::watch::WatchedEvent;
+
+/// A message from a client handle to the driver task.
+#[derive(Debug)]
+pub(crate) enum Command {
+    /// A request (including `closeSession`, and `auth`, which the session also keeps and
+    /// replays on every reconnect).
+    Request(Request),
+    /// A [`PersistentWatcher`](crate::PersistentWatcher) on this server path was dropped.
+    DropPersistent { path: String },
+}
+
+/// An encoded request body with its metadata.
+///
+/// The body is encoded by the caller; the session only adds the length and the
+/// `RequestHeader` in front of it. The metadata (opcode, watch action) travels beside the
+/// bytes so they are never re-parsed.
+#[derive(Debug)]
+pub(crate) struct Request {
+    pub(crate) op: OpCode,
+    pub(crate) body: Bytes,
+    pub(crate) reply: oneshot::Sender<Result<Bytes>>,
+    pub(crate) watch: Option<WatchAction>,
+}
+
+/// The kind of a watch registration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum WatchKind {
+    /// `getData(watch)`: fires on data change and delete.
+    Data,
+    /// `exists(watch)`: a data watch when the node exists, an exist watch when not.
+    Exist,
+    /// `getChildren(watch)`: fires on child change and delete.
+    Child,
+    /// `addWatch(PERSISTENT)`.
+    Persistent,
+    /// `addWatch(PERSISTENT_RECURSIVE)`.
+    PersistentRecursive,
+}
+
+/// The sending half a watch event goes to.
+#[derive(Debug)]
+pub(crate) enum WatchSender {
+    /// A one-shot [`Watcher`](crate::Watcher).
+    Once(oneshot::Sender<Result<WatchedEvent>>),
+    /// A [`PersistentWatcher`](crate::PersistentWatcher).
+    Stream(mpsc::UnboundedSender<Result<WatchedEvent>>),
+}
+
+/// What the session does to its watch registry when a request succeeds.
+#[derive(Debug)]
+pub(crate) enum WatchAction {
+    /// Register a watch (on success; for `Exist` also on `NoNode`).
+    Register {
+        path: String,
+        kind: WatchKind,
+        sender: WatchSender,
+    },
+    /// `removeWatches` succeeded: drop the local watches of this type and tell them.
+    Remove { path: String, kind: WatcherType },
+}
+
+impl WatchAction {
+    pub(crate) fn path(&self) -> &str {
+        match self {
+            WatchAction::Register { path, .. } | WatchAction::Remove { path, .. } => path,
+        }
+    }
+}

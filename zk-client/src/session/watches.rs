@@ -1,0 +1,358 @@
+//! `WatchRegistry`: the session's watches, keyed by server path, and the event mapping.
+
+use std::collections::HashMap;
+
+use bytes::BytesMut;
+use tokio::sync::{mpsc, oneshot};
+use zk_proto::records::{EventType, SetWatches, SetWatches2, WatcherType};
+use zk_proto::{OpCode, Record};
+
+use super::request::{WatchKind, WatchSender};
+use crate::error::{Error, Result};
+use crate::path::Chroot;
+use crate::watch::WatchedEvent;
+
+type Once = oneshot::Sender<Result<WatchedEvent>>;
+type Stream = mpsc::UnboundedSender<Result<WatchedEvent>>;
+
+/// The watchers of one server path.
+#[derive(Debug, Default)]
+struct PathWatches {
+    data: Vec<Once>,
+    exist: Vec<Once>,
+    child: Vec<Once>,
+    persistent: Vec<Stream>,
+    recursive: Vec<Stream>,
+}
+
+impl PathWatches {
+    fn prune(&mut self) {
+        self.data.retain(|s| !s.is_closed());
+        self.exist.retain(|s| !s.is_closed());
+        self.child.retain(|s| !s.is_closed());
+        self.persistent.retain(|s| !s.is_closed());
+        self.recursive.retain(|s| !s.is_closed());
+    }
+
+    fn is_empty(&self) -> bool {
+        self.data.is_empty()
+            && self.exist.is_empty()
+            && self.child.is_empty()
+            && self.persistent.is_empty()
+            && self.recursive.is_empty()
+    }
+}
+
+/// One SetWatches/SetWatches2 packet to send on reconnect.
+#[derive(Debug)]
+pub(crate) struct SetWatchesBatch {
+    pub(crate) op: OpCode,
+    pub(crate) body: BytesMut,
+}
+
+/// Every watch of the session: `(server path, kind) → senders`.
+///
+/// Watches are added only when the request that sets them succeeds (see
+/// [`Session`](super::Session)); one-shot entries are removed when they fire. Dropped
+/// watchers are pruned lazily: when a path gets a new watcher, when an event finds them, and
+/// when SetWatches is built (a dropped watcher is not re-registered after a reconnect).
+#[derive(Debug, Default)]
+pub(crate) struct WatchRegistry {
+    paths: HashMap<String, PathWatches>,
+    /// Number of live recursive registrations (0 means events need no ancestor walk).
+    recursive: usize,
+}
+
+impl WatchRegistry {
+    /// Adds a watcher.
+    pub(crate) fn register(&mut self, path: String, kind: WatchKind, sender: WatchSender) {
+        let entry = self.paths.entry(path).or_default();
+        entry.prune();
+        match (kind, sender) {
+            (WatchKind::Data, WatchSender::Once(s)) => entry.data.push(s),
+            (WatchKind::Exist, WatchSender::Once(s)) => entry.exist.push(s),
+            (WatchKind::Child, WatchSender::Once(s)) => entry.child.push(s),
+            (WatchKind::Persistent, WatchSender::Stream(s)) => entry.persistent.push(s),
+            (WatchKind::PersistentRecursive, WatchSender::Stream(s)) => {
+                entry.recursive.push(s);
+            }
+            (kind, _) => debug_assert!(false, "sender type does not match {kind:?}"),
+        }
+        self.recount();
+    }
+
+    fn recount(&mut self) {
+        self.recursive = self.paths.values().map(|p| p.recursive.len()).sum();
+    }
+
+    /// Whether any persistent or recursive watch is registered (SetWatches2 needed).
+    pub(crate) fn has_persistent(&self) -> bool {
+        self.paths
+            .values()
+            .any(|p| !p.persistent.is_empty() || !p.recursive.is_empty())
+    }
+
+    /// Delivers a server notification, using the Java client's mapping
+    /// (`ZKWatchManager.materialize`): `NodeCreated`/`NodeDataChanged` fire data and exist
+    /// watches, `NodeChildrenChanged` child watches, `NodeDeleted` all three. Persistent
+    /// watches on the path see every node event; recursive watches on the path or any
+    /// ancestor see all but `NodeChildrenChanged`. Returns how many watchers were told.
+    pub(crate) fn fire(
+        &mut self,
+        event_type: EventType,
+        server_path: &str,
+        chroot: &Chroot,
+    ) -> usize {
+        let event = WatchedEvent {
+            event_type,
+            path: chroot.to_client(server_path),
+        };
+        let mut told = 0;
+        let (data, exist, child) = match event_type {
+            EventType::NodeCreated | EventType::NodeDataChanged => (true, true, false),
+            EventType::NodeChildrenChanged => (false, false, true),
+            EventType::NodeDeleted => (true, true, true),
+            _ => return 0,
+        };
+        if let Some(entry) = self.paths.get_mut(server_path) {
+            let mut fire_once = |v: &mut Vec<Once>| {
+                for s in v.drain(..) {
+                    told += usize::from(s.send(Ok(event.clone())).is_ok());
+                }
+            };
+            if data {
+                fire_once(&mut entry.data);
+            }
+            if exist {
+                fire_once(&mut entry.exist);
+            }
+            if child {
+                fire_once(&mut entry.child);
+            }
+            entry.persistent.retain(|s| {
+                let ok = s.send(Ok(event.clone())).is_ok();
+                told += usize::from(ok);
+                ok
+            });
+            if entry.is_empty() {
+                self.paths.remove(server_path);
+            }
+        }
+        if self.recursive > 0 && event_type != EventType::NodeChildrenChanged {
+            let mut pruned = false;
+            for ancestor in self_and_ancestors(server_path) {
+                if let Some(entry) = self.paths.get_mut(ancestor) {
+                    let before = entry.recursive.len();
+                    entry.recursive.retain(|s| {
+                        let ok = s.send(Ok(event.clone())).is_ok();
+                        told += usize::from(ok);
+                        ok
+                    });
+                    pruned |= entry.recursive.len() != before;
+                }
+            }
+            if pruned {
+                self.paths.retain(|_, e| !e.is_empty());
+                self.recount();
+            }
+        }
+        told
+    }
+
+    /// After a successful `removeWatches`: removes the local watches of `kind` on the path and
+    /// tells each of them (`DataWatchRemoved`, `ChildWatchRemoved`, `PersistentWatchRemoved`),
+    /// as the Java client does. Persistent streams end after that event.
+    pub(crate) fn remove(&mut self, server_path: &str, kind: WatcherType, chroot: &Chroot) {
+        let Some(entry) = self.paths.get_mut(server_path) else {
+            return;
+        };
+        let path = chroot.to_client(server_path);
+        let tell = |v: Vec<Once>, event_type| {
+            for s in v {
+                let _ = s.send(Ok(WatchedEvent {
+                    event_type,
+                    path: path.clone(),
+                }));
+            }
+        };
+        let (data, child, persistent) = match kind {
+            WatcherType::Children => (false, true, false),
+            WatcherType::Data => (true, false, false),
+            WatcherType::Any => (true, true, true),
+            WatcherType::Persistent | WatcherType::PersistentRecursive => (false, false, true),
+        };
+        if data {
+            tell(std::mem::take(&mut entry.data), EventType::DataWatchRemoved);
+            tell(
+                std::mem::take(&mut entry.exist),
+                EventType::DataWatchRemoved,
+            );
+        }
+        if child {
+            tell(
+                std::mem::take(&mut entry.child),
+                EventType::ChildWatchRemoved,
+            );
+        }
+        if persistent {
+            let streams = std::mem::take(&mut entry.persistent)
+                .into_iter()
+                .chain(std::mem::take(&mut entry.recursive));
+            for s in streams {
+                let _ = s.send(Ok(WatchedEvent {
+                    event_type: EventType::PersistentWatchRemoved,
+                    path: path.clone(),
+                }));
+            }
+        }
+        if entry.is_empty() {
+            self.paths.remove(server_path);
+        }
+        self.recount();
+    }
+
+    /// Prunes dropped watchers of `server_path`; returns true when no live watcher of any kind
+    /// is left on it (the entry is then gone).
+    pub(crate) fn prune_path(&mut self, server_path: &str) -> bool {
+        let Some(entry) = self.paths.get_mut(server_path) else {
+            return true;
+        };
+        entry.prune();
+        let empty = entry.is_empty();
+        if empty {
+            self.paths.remove(server_path);
+        }
+        self.recount();
+        empty
+    }
+
+    /// Ends every watch with a terminal error (expiry, close, auth failure).
+    pub(crate) fn fail_all(&mut self, err: &Error) {
+        for (_, entry) in self.paths.drain() {
+            for s in entry.data.into_iter().chain(entry.exist).chain(entry.child) {
+                let _ = s.send(Err(err.clone()));
+            }
+            for s in entry.persistent.into_iter().chain(entry.recursive) {
+                let _ = s.send(Err(err.clone()));
+            }
+        }
+        self.recursive = 0;
+    }
+
+    /// The SetWatches (or SetWatches2, when persistent watches exist) packets that re-arm
+    /// every live watch relative to `relative_zxid`, each listing at most `batch_bytes` of
+    /// paths (Java's `SET_WATCHES_MAX_LENGTH` is 128 KiB), so each stays under the server's
+    /// `jute.maxbuffer`.
+    pub(crate) fn set_watches(
+        &mut self,
+        relative_zxid: i64,
+        batch_bytes: usize,
+    ) -> Vec<SetWatchesBatch> {
+        for entry in self.paths.values_mut() {
+            entry.prune();
+        }
+        self.paths.retain(|_, e| !e.is_empty());
+        self.recount();
+        if self.paths.is_empty() {
+            return Vec::new();
+        }
+        let v2 = self.has_persistent();
+        let mut paths: Vec<(&String, &PathWatches)> = self.paths.iter().collect();
+        paths.sort_by(|a, b| a.0.cmp(b.0));
+
+        let mut batches = Vec::new();
+        let mut current = SetWatches2 {
+            relative_zxid,
+            ..Default::default()
+        };
+        let mut size = 0usize;
+        let mut flush = |current: &mut SetWatches2, size: &mut usize| {
+            let record = std::mem::replace(
+                current,
+                SetWatches2 {
+                    relative_zxid,
+                    ..Default::default()
+                },
+            );
+            *size = 0;
+            let mut body = BytesMut::new();
+            if v2 {
+                record.encode(&mut body);
+            } else {
+                SetWatches {
+                    relative_zxid,
+                    data_watches: record.data_watches,
+                    exist_watches: record.exist_watches,
+                    child_watches: record.child_watches,
+                }
+                .encode(&mut body);
+            }
+            batches.push(SetWatchesBatch {
+                op: if v2 {
+                    OpCode::SetWatches2
+                } else {
+                    OpCode::SetWatches
+                },
+                body,
+            });
+        };
+        for (path, entry) in paths {
+            let lists = [
+                (!entry.data.is_empty(), 0),
+                (!entry.exist.is_empty(), 1),
+                (!entry.child.is_empty(), 2),
+                (!entry.persistent.is_empty(), 3),
+                (!entry.recursive.is_empty(), 4),
+            ];
+            for (present, which) in lists {
+                if !present {
+                    continue;
+                }
+                let cost = path.len() + 4;
+                if size > 0 && size + cost > batch_bytes {
+                    flush(&mut current, &mut size);
+                }
+                size += cost;
+                let list = match which {
+                    0 => &mut current.data_watches,
+                    1 => &mut current.exist_watches,
+                    2 => &mut current.child_watches,
+                    3 => &mut current.persistent_watches,
+                    _ => &mut current.persistent_recursive_watches,
+                };
+                list.push(path.clone());
+            }
+        }
+        if size > 0 {
+            flush(&mut current, &mut size);
+        }
+        batches
+    }
+}
+
+/// `/a/b/c`, `/a/b`, `/a`, `/`.
+fn self_and_ancestors(path: &str) -> impl Iterator<Item = &str> {
+    let mut next = Some(path);
+    std::iter::from_fn(move || {
+        let current = next?;
+        next = match current.rfind('/') {
+            Some(0) if current.len() > 1 => Some("/"),
+            Some(0) | None => None,
+            Some(i) => Some(&current[..i]),
+        };
+        Some(current)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ancestors() {
+        let v: Vec<_> = self_and_ancestors("/a/b/c").collect();
+        assert_eq!(v, ["/a/b/c", "/a/b", "/a", "/"]);
+        let v: Vec<_> = self_and_ancestors("/").collect();
+        assert_eq!(v, ["/"]);
+    }
+}

@@ -1,0 +1,296 @@
+//! Public watch and session-state types: [`Watcher`], [`PersistentWatcher`],
+//! [`WatchedEvent`], [`SessionState`], [`StateWatcher`].
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::error::{Error, Result};
+use crate::session::Command;
+
+pub use zk_proto::records::{AddWatchMode, EventType, WatcherType};
+
+/// The state of a client's session, as seen by the client.
+///
+/// `Expired`, `AuthFailed` and `Closed` are terminal: the client never leaves them and never
+/// opens a new session by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SessionState {
+    /// Looking for a server (before the first session, or after `Disconnected` while a
+    /// reconnect is attempted).
+    Connecting,
+    /// Connected to a server that is part of a quorum.
+    Connected,
+    /// Connected to a server that lost its quorum; only reads work.
+    ConnectedReadOnly,
+    /// The connection was lost; the session may still be alive and the client is reconnecting.
+    Disconnected,
+    /// The session expired (the server said so, or no server answered for the whole session
+    /// timeout). Terminal.
+    Expired,
+    /// The server rejected the credentials. Terminal.
+    AuthFailed,
+    /// The client was closed. Terminal.
+    Closed,
+}
+
+impl SessionState {
+    /// Whether the client is connected (read/write or read-only).
+    pub fn is_connected(self) -> bool {
+        matches!(
+            self,
+            SessionState::Connected | SessionState::ConnectedReadOnly
+        )
+    }
+
+    /// Whether the state is final.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            SessionState::Expired | SessionState::AuthFailed | SessionState::Closed
+        )
+    }
+
+    /// The error calls fail with in a terminal state.
+    pub(crate) fn terminal_error(self) -> Option<Error> {
+        match self {
+            SessionState::Expired => Some(Error::SessionExpired),
+            SessionState::AuthFailed => Some(Error::AuthFailed),
+            SessionState::Closed => Some(Error::Closed),
+            _ => None,
+        }
+    }
+}
+
+/// What the driver publishes about the session: its state and credentials.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionInfo {
+    pub(crate) state: SessionState,
+    pub(crate) session_id: i64,
+    pub(crate) password: Bytes,
+    /// The negotiated session timeout (the requested one before the first session).
+    pub(crate) timeout: std::time::Duration,
+}
+
+impl Default for SessionInfo {
+    fn default() -> Self {
+        Self {
+            state: SessionState::Connecting,
+            session_id: 0,
+            password: Bytes::new(),
+            timeout: std::time::Duration::ZERO,
+        }
+    }
+}
+
+/// Follows the session state. Obtained from [`Client::state_watcher`](crate::Client::state_watcher).
+///
+/// Built on a `tokio::sync::watch` channel: it always sees the latest state, and states that
+/// follow each other quickly may be coalesced.
+///
+/// ```no_run
+/// # async fn f(client: zk_client::Client) {
+/// use zk_client::SessionState;
+/// let mut states = client.state_watcher();
+/// loop {
+///     match states.changed().await {
+///         SessionState::Disconnected => eprintln!("suspended: we may have lost our locks"),
+///         s if s.is_terminal() => break,
+///         _ => {}
+///     }
+/// }
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct StateWatcher {
+    rx: watch::Receiver<SessionInfo>,
+}
+
+impl StateWatcher {
+    pub(crate) fn new(rx: watch::Receiver<SessionInfo>) -> Self {
+        Self { rx }
+    }
+
+    /// The current state.
+    pub fn current(&self) -> SessionState {
+        self.rx.borrow().state
+    }
+
+    /// Waits until the state differs from the last one this watcher returned (or, the first
+    /// time, from the state at creation) and returns it.
+    ///
+    /// Once the state is terminal this returns the terminal state at once, every time.
+    pub async fn changed(&mut self) -> SessionState {
+        let seen = self.rx.borrow_and_update().state;
+        loop {
+            if seen.is_terminal() {
+                return seen;
+            }
+            if self.rx.changed().await.is_err() {
+                // The driver is gone: its last published state is final.
+                let state = self.rx.borrow().state;
+                return if state.is_terminal() {
+                    state
+                } else {
+                    SessionState::Closed
+                };
+            }
+            let state = self.rx.borrow_and_update().state;
+            if state != seen {
+                return state;
+            }
+        }
+    }
+
+    /// Waits until `pred` holds for the current state and returns it.
+    pub async fn wait_for(&mut self, mut pred: impl FnMut(SessionState) -> bool) -> SessionState {
+        loop {
+            let state = self.rx.borrow_and_update().state;
+            if pred(state) {
+                return state;
+            }
+            if state.is_terminal() {
+                return state;
+            }
+            if self.rx.changed().await.is_err() {
+                let state = self.rx.borrow().state;
+                return if state.is_terminal() {
+                    state
+                } else {
+                    SessionState::Closed
+                };
+            }
+        }
+    }
+}
+
+/// A change to a watched node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchedEvent {
+    /// What happened.
+    pub event_type: EventType,
+    /// The node, relative to the client's chroot.
+    pub path: String,
+}
+
+/// A one-shot watch: resolves with the first event on the node it was set on.
+///
+/// Returned by the `*_watch` methods of [`Client`](crate::Client) only when the call
+/// succeeded (and by [`Client::exists_watch`](crate::Client::exists_watch) on a missing
+/// node too). It survives reconnects: the client re-registers it with the new server.
+///
+/// # Errors
+///
+/// Resolves with `Err(SessionExpired)`, `Err(AuthFailed)` or `Err(Closed)` when the session
+/// ends before the event, so it never hangs. Dropping it only drops interest: the server-side
+/// one-shot watch stays until it fires (as in the Java client), and is not re-registered after
+/// a reconnect.
+#[derive(Debug)]
+#[must_use = "a Watcher does nothing unless awaited"]
+pub struct Watcher {
+    rx: oneshot::Receiver<Result<WatchedEvent>>,
+}
+
+impl Watcher {
+    pub(crate) fn new(rx: oneshot::Receiver<Result<WatchedEvent>>) -> Self {
+        Self { rx }
+    }
+}
+
+impl Future for Watcher {
+    type Output = Result<WatchedEvent>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.rx)
+            .poll(cx)
+            .map(|r| r.unwrap_or(Err(Error::Closed)))
+    }
+}
+
+/// A persistent (or persistent recursive) watch: a stream of events until removed.
+///
+/// Created by [`Client::add_watch`](crate::Client::add_watch). Events arrive in server order.
+/// A persistent watch sees `NodeCreated`, `NodeDeleted`, `NodeDataChanged` and
+/// `NodeChildrenChanged` on its node; a recursive one sees the first three on its node and
+/// every descendant. It survives reconnects (re-registered with `SetWatches2`).
+///
+/// Dropping it drops interest; when no other watcher of this client is left on the path, the
+/// client also removes the server-side watch (`removeWatches` of kind `Any`).
+#[derive(Debug)]
+pub struct PersistentWatcher {
+    rx: mpsc::UnboundedReceiver<Result<WatchedEvent>>,
+    terminal: Option<Error>,
+    on_drop: Option<(mpsc::WeakUnboundedSender<Command>, String)>,
+}
+
+impl PersistentWatcher {
+    pub(crate) fn new(
+        rx: mpsc::UnboundedReceiver<Result<WatchedEvent>>,
+        commands: mpsc::WeakUnboundedSender<Command>,
+        server_path: String,
+    ) -> Self {
+        Self {
+            rx,
+            terminal: None,
+            on_drop: Some((commands, server_path)),
+        }
+    }
+
+    /// Waits for the next event.
+    ///
+    /// # Errors
+    ///
+    /// `SessionExpired`, `AuthFailed` or `Closed` once the session ended (then always the
+    /// same error); `Closed` after the watch was removed with
+    /// [`Client::remove_watches`](crate::Client::remove_watches).
+    pub async fn next(&mut self) -> Result<WatchedEvent> {
+        std::future::poll_fn(|cx| self.poll_event(cx)).await
+    }
+
+    /// Polls for the next event (the `Stream` implementation uses this).
+    pub fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Result<WatchedEvent>> {
+        if let Some(err) = &self.terminal {
+            return Poll::Ready(Err(err.clone()));
+        }
+        match self.rx.poll_recv(cx) {
+            Poll::Ready(Some(Ok(event))) => Poll::Ready(Ok(event)),
+            Poll::Ready(Some(Err(err))) => {
+                self.terminal = Some(err.clone());
+                Poll::Ready(Err(err))
+            }
+            Poll::Ready(None) => {
+                self.terminal = Some(Error::Closed);
+                Poll::Ready(Err(Error::Closed))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl futures_core::Stream for PersistentWatcher {
+    type Item = Result<WatchedEvent>;
+
+    /// Yields events; after a terminal error has been yielded once, the stream ends.
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.terminal.is_some() {
+            return Poll::Ready(None);
+        }
+        self.poll_event(cx).map(Some)
+    }
+}
+
+impl Drop for PersistentWatcher {
+    fn drop(&mut self) {
+        if let Some((weak, path)) = self.on_drop.take() {
+            // Close first so the driver sees this sender as dead when it handles the command.
+            self.rx.close();
+            if let Some(tx) = weak.upgrade() {
+                let _ = tx.send(Command::DropPersistent { path });
+            }
+        }
+    }
+}

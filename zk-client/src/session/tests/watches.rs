@@ -1,0 +1,362 @@
+//! Watch registration, event mapping, SetWatches on reconnect, auth replay order.
+
+use bytes::Bytes;
+use tokio::sync::{mpsc, oneshot};
+use zk_proto::records::{
+    AuthPacket, EventType, RemoveWatchesRequest, SetWatches, SetWatches2, WatcherType,
+};
+use zk_proto::{decode_exact, xid as special, ErrorCode, OpCode};
+
+use super::*;
+
+fn reconnect(f: &mut Fixture) -> Vec<Sent> {
+    f.s.handle_disconnect(&Disconnect::Transport, f.now);
+    f.connect(0x42, false);
+    f.sent()
+}
+
+fn set_watches(sent: &[Sent]) -> Vec<SetWatches> {
+    sent.iter()
+        .map(Sent::packet)
+        .filter(|p| p.0 == special::SET_WATCHES)
+        .map(|(_, op, body)| {
+            assert_eq!(op, OpCode::SetWatches.as_i32());
+            decode_exact(body).unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn watch_is_registered_only_when_the_call_succeeds() {
+    let mut f = connected();
+    let (mut reply, mut watcher) = f.watch(OpCode::GetData, "/root/a", WatchKind::Data);
+    f.reply(1, 1, ErrorCode::NoNode, b"").unwrap();
+    assert!(matches!(reply.try_recv(), Ok(Err(Error::NoNode))));
+    assert!(matches!(
+        watcher.try_recv(),
+        Err(oneshot::error::TryRecvError::Closed)
+    ));
+    f.notify(EventType::NodeCreated, "/root/a");
+    assert!(set_watches(&reconnect(&mut f)).is_empty());
+}
+
+#[test]
+fn exists_registers_an_exist_watch_on_no_node_and_a_data_watch_otherwise() {
+    let mut f = connected();
+    let (mut r1, _w1) = f.watch(OpCode::Exists, "/root/missing", WatchKind::Exist);
+    let (mut r2, _w2) = f.watch(OpCode::Exists, "/root/present", WatchKind::Exist);
+    let (_r3, _w3) = f.watch(OpCode::GetChildren2, "/root/present", WatchKind::Child);
+    f.reply(1, 5, ErrorCode::NoNode, b"").unwrap();
+    f.reply(2, 6, ErrorCode::Ok, b"").unwrap();
+    f.reply(3, 7, ErrorCode::Ok, b"").unwrap();
+    assert!(matches!(r1.try_recv(), Ok(Err(Error::NoNode))));
+    assert!(r2.try_recv().unwrap().is_ok());
+    let batches = set_watches(&reconnect(&mut f));
+    assert_eq!(batches.len(), 1);
+    let sw = &batches[0];
+    assert_eq!(sw.relative_zxid, 7);
+    assert_eq!(sw.exist_watches, ["/root/missing"]);
+    assert_eq!(sw.data_watches, ["/root/present"]);
+    assert_eq!(sw.child_watches, ["/root/present"]);
+}
+
+#[test]
+fn events_map_to_kinds_like_the_java_client_and_strip_the_chroot() {
+    let mut f = connected();
+    let (_r, mut data) = f.watch(OpCode::GetData, "/root/x", WatchKind::Data);
+    let (_r, mut exist) = f.watch(OpCode::Exists, "/root/x", WatchKind::Exist);
+    let (_r, mut child) = f.watch(OpCode::GetChildren2, "/root/x", WatchKind::Child);
+    f.reply(1, 1, ErrorCode::Ok, b"").unwrap();
+    f.reply(2, 1, ErrorCode::NoNode, b"").unwrap();
+    f.reply(3, 1, ErrorCode::Ok, b"").unwrap();
+
+    f.notify(EventType::NodeChildrenChanged, "/root/x");
+    assert_eq!(event(&mut child), Some(EventType::NodeChildrenChanged));
+    assert_eq!(event(&mut data), None);
+    assert_eq!(event(&mut exist), None);
+    f.notify(EventType::NodeDataChanged, "/root/x");
+    match data.try_recv() {
+        Ok(Ok(e)) => assert_eq!(
+            e,
+            WatchedEvent {
+                event_type: EventType::NodeDataChanged,
+                path: "/x".into()
+            }
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(event(&mut exist), Some(EventType::NodeDataChanged));
+
+    // NodeDeleted fires all three kinds; NodeCreated data and exist.
+    let (_r, mut data) = f.watch(OpCode::GetData, "/root/y", WatchKind::Data);
+    let (_r, mut child) = f.watch(OpCode::GetChildren2, "/root/y", WatchKind::Child);
+    let (_r, mut exist) = f.watch(OpCode::Exists, "/root/z", WatchKind::Exist);
+    f.reply(4, 1, ErrorCode::Ok, b"").unwrap();
+    f.reply(5, 1, ErrorCode::Ok, b"").unwrap();
+    f.reply(6, 1, ErrorCode::NoNode, b"").unwrap();
+    f.notify(EventType::NodeDeleted, "/root/y");
+    assert_eq!(event(&mut data), Some(EventType::NodeDeleted));
+    assert_eq!(event(&mut child), Some(EventType::NodeDeleted));
+    f.notify(EventType::NodeCreated, "/root/z");
+    assert_eq!(event(&mut exist), Some(EventType::NodeCreated));
+    // One-shot: nothing left to re-register.
+    assert!(set_watches(&reconnect(&mut f)).is_empty());
+}
+
+#[test]
+fn set_watches_uses_the_last_reply_zxid_not_notification_zxids() {
+    let mut f = connected();
+    let (_r, _w) = f.watch(OpCode::GetData, "/root/a", WatchKind::Data);
+    f.reply(1, 10, ErrorCode::Ok, b"").unwrap();
+    let body = {
+        let mut b = BytesMut::new();
+        zk_proto::records::WatcherEvent {
+            event_type: EventType::NodeChildrenChanged,
+            state: zk_proto::records::KeeperState::SyncConnected,
+            path: "/root/other".into(),
+        }
+        .encode(&mut b);
+        b
+    };
+    f.reply(special::NOTIFICATION, 99, ErrorCode::Ok, &body)
+        .unwrap();
+    let sw = set_watches(&reconnect(&mut f));
+    assert_eq!(sw[0].relative_zxid, 10);
+}
+
+#[test]
+fn reconnect_sends_auth_then_set_watches_then_queued_requests() {
+    let mut f = connected();
+    let auth = encode(&AuthPacket {
+        auth_type: 0,
+        scheme: "digest".into(),
+        auth: Bytes::from_static(b"u:p"),
+    });
+    let mut auth_reply = f.submit(OpCode::Auth, auth.clone(), None);
+    let sent = f.sent();
+    assert_eq!(sent[0].packet().0, special::AUTH);
+    f.reply(special::AUTH, 0, ErrorCode::Ok, b"").unwrap();
+    assert!(auth_reply.try_recv().unwrap().is_ok());
+    let (_r, _w) = f.watch(OpCode::GetData, "/root/a", WatchKind::Data);
+    f.reply(1, 3, ErrorCode::Ok, b"").unwrap();
+    f.sent();
+
+    f.s.handle_disconnect(&Disconnect::Transport, f.now);
+    let mut queued = f.get_data("/root/q");
+    f.connect(0x42, false);
+    let sent: Vec<_> = f.sent().iter().map(Sent::packet).collect();
+    let order: Vec<(i32, i32)> = sent.iter().map(|p| (p.0, p.1)).collect();
+    assert_eq!(
+        order,
+        [
+            (special::AUTH, OpCode::Auth.as_i32()),
+            (special::SET_WATCHES, OpCode::SetWatches.as_i32()),
+            (2, OpCode::GetData.as_i32()),
+        ]
+    );
+    assert_eq!(sent[0].2, auth, "the same credentials are replayed");
+    // Replies to the replayed packets go nowhere; the queued request gets its own.
+    f.reply(special::AUTH, 0, ErrorCode::Ok, b"").unwrap();
+    f.reply(special::SET_WATCHES, 0, ErrorCode::Ok, b"")
+        .unwrap();
+    f.reply(2, 4, ErrorCode::Ok, b"q").unwrap();
+    assert_eq!(queued.try_recv().unwrap().unwrap().as_ref(), b"q");
+}
+
+#[test]
+fn set_watches_is_split_into_batches_under_the_limit() {
+    let mut f = Fixture::new(SessionConfig {
+        set_watches_batch: 40,
+        ..config()
+    });
+    f.connect(1, false);
+    f.sent();
+    let paths: Vec<String> = (0..10).map(|i| format!("/root/node-{i:02}")).collect();
+    let mut watchers = Vec::new();
+    for (i, p) in paths.iter().enumerate() {
+        let (_r, w) = f.watch(OpCode::GetData, p, WatchKind::Data);
+        watchers.push(w);
+        f.reply(i as i32 + 1, 1, ErrorCode::Ok, b"").unwrap();
+    }
+    let batches = set_watches(&reconnect(&mut f));
+    assert!(batches.len() >= 4, "{}", batches.len());
+    let mut all: Vec<String> = Vec::new();
+    for b in &batches {
+        let bytes: usize = b.data_watches.iter().map(|p| p.len() + 4).sum();
+        assert!(bytes <= 40, "batch of {bytes} bytes");
+        all.extend(b.data_watches.iter().cloned());
+    }
+    all.sort();
+    assert_eq!(all, paths);
+}
+
+#[test]
+fn dropped_watchers_are_not_re_registered() {
+    let mut f = connected();
+    let (_r, w) = f.watch(OpCode::GetData, "/root/a", WatchKind::Data);
+    f.reply(1, 1, ErrorCode::Ok, b"").unwrap();
+    drop(w);
+    assert!(set_watches(&reconnect(&mut f)).is_empty());
+}
+
+fn persistent(
+    f: &mut Fixture,
+    path: &str,
+    kind: WatchKind,
+) -> mpsc::UnboundedReceiver<Result<WatchedEvent>> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let action = WatchAction::Register {
+        path: path.into(),
+        kind,
+        sender: WatchSender::Stream(tx),
+    };
+    let mut r = f.submit(OpCode::AddWatch, Bytes::new(), Some(action));
+    let (xid, _, _) = f.sent().last().unwrap().packet();
+    f.reply(xid, 1, ErrorCode::Ok, &[0, 0, 0, 0]).unwrap();
+    assert!(r.try_recv().unwrap().is_ok());
+    rx
+}
+
+fn next(rx: &mut mpsc::UnboundedReceiver<Result<WatchedEvent>>) -> Option<(EventType, String)> {
+    rx.try_recv()
+        .ok()
+        .map(|e| e.map(|e| (e.event_type, e.path)).unwrap())
+}
+
+#[test]
+fn persistent_and_recursive_watches_and_set_watches2() {
+    let mut f = connected();
+    let mut p = persistent(&mut f, "/root/p", WatchKind::Persistent);
+    let mut r = persistent(&mut f, "/root", WatchKind::PersistentRecursive);
+    f.notify(EventType::NodeChildrenChanged, "/root/p");
+    assert_eq!(
+        next(&mut p),
+        Some((EventType::NodeChildrenChanged, "/p".into()))
+    );
+    assert_eq!(next(&mut r), None, "recursive watches get no child events");
+    f.notify(EventType::NodeCreated, "/root/p/deep/er");
+    assert_eq!(
+        next(&mut r),
+        Some((EventType::NodeCreated, "/p/deep/er".into()))
+    );
+    assert_eq!(next(&mut p), None);
+    f.notify(EventType::NodeDataChanged, "/root/p");
+    f.notify(EventType::NodeDeleted, "/root/p");
+    assert_eq!(
+        next(&mut p),
+        Some((EventType::NodeDataChanged, "/p".into()))
+    );
+    assert_eq!(
+        next(&mut p),
+        Some((EventType::NodeDeleted, "/p".into())),
+        "persistent: not removed"
+    );
+    assert_eq!(
+        next(&mut r),
+        Some((EventType::NodeDataChanged, "/p".into()))
+    );
+    assert_eq!(next(&mut r), Some((EventType::NodeDeleted, "/p".into())));
+
+    let sent = reconnect(&mut f);
+    let (xid, op, body) = sent[0].packet();
+    assert_eq!(
+        (xid, op),
+        (special::SET_WATCHES, OpCode::SetWatches2.as_i32())
+    );
+    let sw: SetWatches2 = decode_exact(body).unwrap();
+    assert_eq!(sw.persistent_watches, ["/root/p"]);
+    assert_eq!(sw.persistent_recursive_watches, ["/root"]);
+
+    // Expiry ends the streams with the terminal error.
+    f.s.handle_disconnect(&Disconnect::Transport, f.now);
+    f.s.handle_connected(f.now);
+    f.s.handle_frame(encode(&ConnectResponse::default()), f.now)
+        .unwrap();
+    assert!(matches!(p.try_recv(), Ok(Err(Error::SessionExpired))));
+    assert!(matches!(r.try_recv(), Ok(Err(Error::SessionExpired))));
+}
+
+#[test]
+fn remove_watches_tells_local_watchers_only_on_success() {
+    let mut f = connected();
+    let (_r, mut data) = f.watch(OpCode::GetData, "/root/a", WatchKind::Data);
+    let (_r, mut child) = f.watch(OpCode::GetChildren2, "/root/a", WatchKind::Child);
+    f.reply(1, 1, ErrorCode::Ok, b"").unwrap();
+    f.reply(2, 1, ErrorCode::Ok, b"").unwrap();
+    let remove = |kind| WatchAction::Remove {
+        path: "/root/a".into(),
+        kind,
+    };
+    let mut r = f.submit(
+        OpCode::RemoveWatches,
+        Bytes::new(),
+        Some(remove(WatcherType::Children)),
+    );
+    f.reply(3, 1, ErrorCode::NoWatcher, b"").unwrap();
+    assert!(matches!(
+        r.try_recv(),
+        Ok(Err(Error::Server(ErrorCode::NoWatcher)))
+    ));
+    assert_eq!(event(&mut child), None);
+    let _r = f.submit(
+        OpCode::RemoveWatches,
+        Bytes::new(),
+        Some(remove(WatcherType::Children)),
+    );
+    f.reply(4, 1, ErrorCode::Ok, b"").unwrap();
+    assert_eq!(event(&mut child), Some(EventType::ChildWatchRemoved));
+    assert_eq!(event(&mut data), None);
+    let _r = f.submit(
+        OpCode::RemoveWatches,
+        Bytes::new(),
+        Some(remove(WatcherType::Data)),
+    );
+    f.reply(5, 1, ErrorCode::Ok, b"").unwrap();
+    assert_eq!(event(&mut data), Some(EventType::DataWatchRemoved));
+}
+
+#[test]
+fn dropping_the_last_persistent_watcher_removes_the_server_watch() {
+    let mut f = connected();
+    let p = persistent(&mut f, "/root/p", WatchKind::Persistent);
+    let (_r, _keep) = f.watch(OpCode::GetData, "/root/q", WatchKind::Data);
+    f.reply(2, 1, ErrorCode::Ok, b"").unwrap();
+    let q = persistent(&mut f, "/root/q", WatchKind::Persistent);
+    f.sent();
+    drop(q);
+    f.s.handle_command(
+        Command::DropPersistent {
+            path: "/root/q".into(),
+        },
+        f.now,
+    );
+    assert!(f.sent().is_empty(), "a data watcher still uses /root/q");
+    drop(p);
+    f.s.handle_command(
+        Command::DropPersistent {
+            path: "/root/p".into(),
+        },
+        f.now,
+    );
+    let sent = f.sent();
+    let (_, op, body) = sent[0].packet();
+    assert_eq!(op, OpCode::RemoveWatches.as_i32());
+    let req: RemoveWatchesRequest = decode_exact(body).unwrap();
+    assert_eq!(req.path, "/root/p");
+    assert_eq!(req.watcher_type, WatcherType::Any as i32);
+}
+
+#[test]
+fn auth_failure_is_terminal() {
+    let mut f = connected();
+    let (_r, mut w) = f.watch(OpCode::GetData, "/root/a", WatchKind::Data);
+    f.reply(1, 1, ErrorCode::Ok, b"").unwrap();
+    let mut auth = f.submit(OpCode::Auth, Bytes::from_static(b"x"), None);
+    let mut later = f.get_data("/root/b");
+    f.reply(special::AUTH, 0, ErrorCode::AuthFailed, b"")
+        .unwrap();
+    assert!(matches!(auth.try_recv(), Ok(Err(Error::AuthFailed))));
+    assert!(matches!(later.try_recv(), Ok(Err(Error::AuthFailed))));
+    assert!(matches!(w.try_recv(), Ok(Err(Error::AuthFailed))));
+    assert_eq!(f.s.state(), SessionState::AuthFailed);
+}

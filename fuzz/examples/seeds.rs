@@ -10,14 +10,38 @@ use zk_proto_fuzz::{index_of, ALL, REPLIES, REQUESTS};
 
 const FILES: &[(&str, &str)] = &[
     ("acl", include_str!("../../zk-proto/tests/fixtures/acl.hex")),
-    ("auth", include_str!("../../zk-proto/tests/fixtures/auth.hex")),
-    ("children", include_str!("../../zk-proto/tests/fixtures/children.hex")),
-    ("config", include_str!("../../zk-proto/tests/fixtures/config.hex")),
-    ("connect", include_str!("../../zk-proto/tests/fixtures/connect.hex")),
-    ("multi", include_str!("../../zk-proto/tests/fixtures/multi.hex")),
-    ("node", include_str!("../../zk-proto/tests/fixtures/node.hex")),
-    ("session", include_str!("../../zk-proto/tests/fixtures/session.hex")),
-    ("watch", include_str!("../../zk-proto/tests/fixtures/watch.hex")),
+    (
+        "auth",
+        include_str!("../../zk-proto/tests/fixtures/auth.hex"),
+    ),
+    (
+        "children",
+        include_str!("../../zk-proto/tests/fixtures/children.hex"),
+    ),
+    (
+        "config",
+        include_str!("../../zk-proto/tests/fixtures/config.hex"),
+    ),
+    (
+        "connect",
+        include_str!("../../zk-proto/tests/fixtures/connect.hex"),
+    ),
+    (
+        "multi",
+        include_str!("../../zk-proto/tests/fixtures/multi.hex"),
+    ),
+    (
+        "node",
+        include_str!("../../zk-proto/tests/fixtures/node.hex"),
+    ),
+    (
+        "session",
+        include_str!("../../zk-proto/tests/fixtures/session.hex"),
+    ),
+    (
+        "watch",
+        include_str!("../../zk-proto/tests/fixtures/watch.hex"),
+    ),
 ];
 
 fn hex(s: &str) -> Vec<u8> {
@@ -38,7 +62,10 @@ fn main() {
     let mut count = 0;
     for (file, text) in FILES {
         let mut stream = Vec::new();
-        for line in text.lines().filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        for line in text
+            .lines()
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        {
             let parts: Vec<&str> = line.split_whitespace().collect();
             let (name, dir, record, wire) = (parts[0], parts[1], parts[2], hex(parts[3]));
             stream.extend_from_slice(&wire);
@@ -55,7 +82,12 @@ fn main() {
             let target = if dir == "C>S" { "request" } else { "reply" };
             write(&out, target, name, &[&[sel], body].concat());
             if let Some(sel) = index_of(ALL, record) {
-                write(&out, "roundtrip", name, &[&[sel], &body[header_len..]].concat());
+                write(
+                    &out,
+                    "roundtrip",
+                    name,
+                    &[&[sel], &body[header_len..]].concat(),
+                );
             }
             count += 1;
         }

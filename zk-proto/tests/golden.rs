@@ -31,15 +31,15 @@ const FILES: &[(&str, &str)] = &[
     ("watch.hex", include_str!("fixtures/watch.hex")),
 ];
 
-/// Frames holding a jute null (`-1`) `buffer` or `ustring`: the Java client sends null data
-/// for `create(path, null, ...)` and null strings for the unused `reconfig` arguments, and the
-/// server answers `getData` of such a node with null data. zk-proto decodes null as empty, so
-/// these re-encode with length 0 where the capture has -1; everything else must match.
+/// Frames holding a jute null (`-1`) `buffer`: the Java client sends null data for
+/// `create(path, null, ...)`, and the server answers `getData` of such a node with null data.
+/// zk-proto decodes null as empty, so these re-encode with length 0 where the capture has -1;
+/// everything else must match. (The null strings of `reconfig` do re-encode exactly: zk-proto
+/// writes an empty reconfig string as null, because the server reads the mode from nulls.)
 const NULL_FIELD_FRAMES: &[&str] = &[
     "node.create.null_data.create.req",
     "node.get_data.null.getData.rep",
     "children.get_children.create.req",
-    "config.reconfig.disabled.reconfig.req",
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -914,7 +914,9 @@ fn get_config_and_reconfig() {
     let (h, req): (_, ReconfigRequest) = request("config.reconfig.disabled.reconfig.req");
     assert_eq!(h.op, OpCode::Reconfig.as_i32());
     assert_eq!(req.joining_servers, "server.2=127.0.0.1:2888:3888;2182");
-    // Java sends null for the unused arguments.
+    // Java sends null for the unused arguments (and so does zk-proto for empty strings).
+    let f = fixture("config.reconfig.disabled.reconfig.req");
+    assert_eq!(&f.wire[f.wire.len() - 16..f.wire.len() - 8], &[0xff; 8]);
     assert_eq!(req.leaving_servers, "");
     assert_eq!(req.new_members, "");
     assert_eq!(req.cur_config_id, -1);

@@ -30,6 +30,7 @@
 //! requests: the server applies them in that order, so queued requests already run with
 //! the credentials and watches of the session (as in Java's `ClientCnxn.primeConnection`).
 
+mod inbound;
 mod pending;
 mod request;
 pub(crate) mod timers;
@@ -46,13 +47,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use tokio::sync::oneshot;
 use tracing::{debug, trace, warn};
 use zk_proto::frame::encode_frame;
-use zk_proto::records::{
-    ConnectRequest, ConnectResponse, EventType, RemoveWatchesRequest, WatcherEvent, WatcherType,
-};
-use zk_proto::{
-    decode_exact, xid as special, DecodeError, ErrorCode, OpCode, Record, ReplyHeader,
-    RequestHeader,
-};
+use zk_proto::records::{ConnectRequest, RemoveWatchesRequest, WatcherType};
+use zk_proto::{xid as special, DecodeError, OpCode, Record, RequestHeader};
 
 use crate::error::{Error, Result};
 use crate::path::Chroot;
@@ -429,169 +425,6 @@ impl Session {
         };
         self.last_send = now;
         self.last_recv = now;
-    }
-
-    /// One frame body from the server.
-    pub(crate) fn handle_frame(&mut self, frame: Bytes, now: Instant) -> Result<(), Disconnect> {
-        self.last_recv = now;
-        match self.phase {
-            Phase::Handshaking { .. } => self.handle_connect_response(frame, now),
-            Phase::Connected { .. } => {
-                self.last_heard = Some(now);
-                self.handle_reply(frame, now)
-            }
-            Phase::Idle | Phase::Terminal => Ok(()),
-        }
-    }
-
-    fn handle_connect_response(
-        &mut self,
-        mut frame: Bytes,
-        now: Instant,
-    ) -> Result<(), Disconnect> {
-        let resp = ConnectResponse::decode(&mut frame)?;
-        if resp.timeout <= 0 {
-            warn!(
-                session_id = self.session_id,
-                "server says the session expired"
-            );
-            self.terminate(SessionState::Expired);
-            return Ok(());
-        }
-        if self.session_id != 0 && resp.session_id != self.session_id {
-            debug!(
-                old = self.session_id,
-                new = resp.session_id,
-                "new session id"
-            );
-        }
-        self.session_id = resp.session_id;
-        self.password = resp.passwd;
-        self.negotiated = Duration::from_millis(resp.timeout as u64);
-        (self.read_timeout, self.ping_interval) = timers::connection_timers(self.negotiated);
-        self.seen_rw |= !resp.read_only;
-        self.phase = Phase::Connected {
-            read_only: resp.read_only,
-        };
-        self.last_heard = Some(now);
-        self.info_changed = true; // the id or password may be new even if the state is not
-        self.set_state(if resp.read_only {
-            SessionState::ConnectedReadOnly
-        } else {
-            SessionState::Connected
-        });
-        debug!(
-            session_id = format_args!("{:#x}", self.session_id),
-            timeout_ms = resp.timeout,
-            read_only = resp.read_only,
-            "session established"
-        );
-
-        // Credentials first, then watches, then whatever was queued.
-        self.auth_waiters.clear();
-        for auth in &self.auths {
-            write_packet(&mut self.out, special::AUTH, OpCode::Auth, auth);
-            self.auth_waiters.push_back(None);
-        }
-        let batches = self
-            .watches
-            .set_watches(self.last_zxid, self.cfg.set_watches_batch);
-        self.set_watches_pending = batches.len();
-        for batch in batches {
-            write_packet(&mut self.out, special::SET_WATCHES, batch.op, &batch.body);
-        }
-        for w in &mut self.waiting {
-            w.deadline = None;
-        }
-        self.last_send = now;
-        self.fill_window(now);
-        Ok(())
-    }
-
-    fn handle_reply(&mut self, mut frame: Bytes, now: Instant) -> Result<(), Disconnect> {
-        let header = ReplyHeader::decode(&mut frame)?;
-        match header.xid {
-            special::NOTIFICATION => {
-                let event: WatcherEvent = decode_exact(frame)?;
-                if event.event_type == EventType::None {
-                    debug!(state = ?event.state, "session event from the server");
-                    return Ok(());
-                }
-                let told = self
-                    .watches
-                    .fire(event.event_type, &event.path, &self.cfg.chroot);
-                trace!(event = ?event.event_type, told, "notification");
-            }
-            special::PING => {}
-            special::AUTH => {
-                let waiter = self.auth_waiters.pop_front().flatten();
-                if header.err == ErrorCode::AuthFailed {
-                    if let Some(w) = waiter {
-                        let _ = w.send(Err(Error::AuthFailed));
-                    }
-                    warn!("authentication failed");
-                    self.terminate(SessionState::AuthFailed);
-                } else if let Some(w) = waiter {
-                    let _ = w.send(if header.err.is_ok() {
-                        Ok(Bytes::new())
-                    } else {
-                        Err(header.err.into())
-                    });
-                }
-            }
-            special::SET_WATCHES => {
-                self.set_watches_pending = self.set_watches_pending.saturating_sub(1);
-                if !header.err.is_ok() {
-                    warn!(err = ?header.err, "SetWatches failed");
-                }
-            }
-            xid => {
-                let inflight = self.pending.pop_matching(xid).map_err(|expected| {
-                    warn!(?expected, got = xid, "reply out of order");
-                    Disconnect::XidOutOfOrder { expected, got: xid }
-                })?;
-                if header.zxid > 0 {
-                    self.last_zxid = header.zxid;
-                }
-                self.complete(inflight, header.err, frame);
-                self.fill_window(now);
-            }
-        }
-        Ok(())
-    }
-
-    /// Answers a request; registers or removes watches when it succeeded.
-    fn complete(&mut self, inflight: InFlight, err: ErrorCode, body: Bytes) {
-        if inflight.op == OpCode::CloseSession {
-            let _ = inflight.reply.send(Ok(Bytes::new()));
-            debug!("session closed");
-            self.terminate(SessionState::Closed);
-            return;
-        }
-        let ok = err.is_ok();
-        match inflight.watch {
-            Some(WatchAction::Register { path, kind, sender }) => {
-                if ok {
-                    // An exists watch on a node that exists is a data watch (Java's
-                    // ExistsWatchRegistration); on a missing node it is an exist watch.
-                    let kind = if kind == WatchKind::Exist {
-                        WatchKind::Data
-                    } else {
-                        kind
-                    };
-                    self.watches.register(path, kind, sender);
-                } else if kind == WatchKind::Exist && err == ErrorCode::NoNode {
-                    self.watches.register(path, kind, sender);
-                }
-            }
-            Some(WatchAction::Remove { path, kind }) if ok => {
-                self.watches.remove(&path, kind, &self.cfg.chroot);
-            }
-            _ => {}
-        }
-        let _ = inflight
-            .reply
-            .send(if ok { Ok(body) } else { Err(err.into()) });
     }
 
     /// The connection is gone. In-flight requests fail with `ConnectionLoss` (they may or

@@ -1,4 +1,43 @@
-//! ZooKeeper coordination recipes (under construction).
+//! Coordination recipes on [`zk_client`]: distributed locks that interoperate with Apache
+//! Curator and never lose a lock silently.
+//!
+//! See ZooKeeper's "Recipes and Solutions" page for the algorithms; the node layout follows
+//! Curator so Rust and Java processes can share one lock.
+//!
+//! - [`FairLock`]: a FIFO queue of ephemeral-sequential nodes, each waiter watching only its
+//!   predecessor (no herd effect); re-entrant per task; timeouts; cancellation safe.
+//! - [`ReadWriteLock`]: shared readers, exclusive writers, in one fair queue.
+//! - [`ExclusiveLock`]: one ephemeral node, the simplest lock.
+//! - [`LockGuard`]: the proof of holding: fencing token, fenced writes, loss signalling.
+//!
+//! # Holding a lock safely
+//!
+//! A ZooKeeper lock is only as good as the session behind it. The guard's [`LockState`] tells
+//! the holder what it can know:
+//!
+//! - `Suspended`: the connection is lost. The session may live on (the lock is still ours
+//!   when it comes back) or may expire (then it has passed on). Stop work that needs the lock
+//!   until the state is `Held` again.
+//! - `Lost`: the session ended or the node was deleted. Abort the work; never resume it
+//!   without acquiring again.
+//!
+//! For writes to ZooKeeper itself, [`LockGuard::fenced`] runs them in one transaction with a
+//! check of the lock node, so they cannot apply after the lock is lost. For other resources,
+//! pass [`LockGuard::fencing_token`] along and have the resource reject smaller tokens.
+//! Nothing done under a lock is ever re-sent on a new session: the client does not retry
+//! after a connection loss and never opens a new session by itself.
+//!
+//! # The protected create
+//!
+//! Each queue node's name carries a fresh guid (`_c_<uuid>-`). When a create's reply is lost
+//! with the connection, the lock lists the parent after the reconnect and finds its node by
+//! the guid, instead of creating a second node that would wait behind a ghost forever.
 #![forbid(unsafe_code)]
 
+mod error;
+mod guard;
 pub mod lock;
+
+pub use error::{Error, LossReason, Result};
+pub use guard::{LockGuard, LockState};
+pub use lock::{ExclusiveLock, FairLock, ReadWriteLock};

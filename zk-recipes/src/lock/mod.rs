@@ -1,3 +1,18 @@
-//! Locks.
+//! Distributed locks.
+//!
+//! | lock | nodes | fair | wakes on release | use when |
+//! |---|---|---|---|---|
+//! | [`FairLock`] | `<path>/_c_<uuid>-lock-<seq>` | yes | the next waiter only | general mutual exclusion, many contenders, mixing with Curator |
+//! | [`ReadWriteLock`] | `__READ__` / `__WRIT__` queue | yes | only the waiters it unblocks | many readers, occasional writers |
+//! | [`ExclusiveLock`] | one node at `<path>` | no | every waiter | rare contention, smallest cost |
 
+pub(crate) mod acquire;
+mod exclusive;
+mod fair;
 pub mod naming;
+mod shared;
+pub(crate) mod support;
+
+pub use exclusive::ExclusiveLock;
+pub use fair::FairLock;
+pub use shared::ReadWriteLock;

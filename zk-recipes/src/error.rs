@@ -1,0 +1,60 @@
+//! Errors of the recipes.
+
+use thiserror::Error;
+
+/// Why a lock is, or may be, no longer held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LossReason {
+    /// The session expired or was closed: every ephemeral node of it is gone.
+    SessionEnded,
+    /// The lock node was deleted (by an operator, or a revocation).
+    NodeDeleted,
+}
+
+impl std::fmt::Display for LossReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LossReason::SessionEnded => "the session ended",
+            LossReason::NodeDeleted => "the lock node was deleted",
+        })
+    }
+}
+
+/// An error of a recipe.
+#[derive(Debug, Clone, Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A ZooKeeper operation failed.
+    #[error(transparent)]
+    Client(#[from] zk_client::Error),
+    /// The deadline passed before the lock was acquired; our queue node was removed.
+    #[error("timed out waiting for the lock")]
+    Timeout,
+    /// The lock is (or the queue position was) lost.
+    #[error("lock lost: {0}")]
+    LockLost(LossReason),
+    /// The lock path is not usable (for example it ends with `/`).
+    #[error("invalid lock path {path:?}: {reason}")]
+    InvalidPath {
+        /// The path given.
+        path: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+}
+
+impl Error {
+    /// Whether this is [`Error::Timeout`].
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::Timeout)
+    }
+
+    /// Whether this is [`Error::LockLost`].
+    pub fn is_lock_lost(&self) -> bool {
+        matches!(self, Error::LockLost(_))
+    }
+}
+
+/// Result of a recipe operation.
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,324 @@
+//! The guard of a held lock: release, re-entry, fencing and loss signalling.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::watch;
+use tracing::{debug, warn};
+use zk_client::{Client, Op, OpResult, SessionState, Stat};
+
+use crate::error::{Error, LossReason, Result};
+use crate::lock::support::delete_guaranteed;
+
+/// What the holder of a lock can know about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockState {
+    /// Held: our node exists and the session is connected.
+    Held,
+    /// The connection is lost: the lock may still be ours (the session may live on) or may
+    /// already be someone else's (if the session expired in the meantime). A holder must stop
+    /// work that needs the lock until the state is `Held` again.
+    Suspended,
+    /// Certainly not ours any more: the session ended or the node was deleted. Terminal.
+    Lost(LossReason),
+}
+
+/// Runs once when the last guard of a hold is gone: frees the local slot of the lock.
+pub(crate) type ReleaseHook = Box<dyn FnOnce() + Send + Sync>;
+
+/// One acquisition of a lock node, shared by the guard and its re-entries.
+pub(crate) struct Hold {
+    client: Client,
+    path: String,
+    stat: Stat,
+    count: AtomicUsize,
+    state: watch::Receiver<LockState>,
+    monitor: tokio::task::AbortHandle,
+    hook: Mutex<Option<ReleaseHook>>,
+}
+
+impl Hold {
+    /// Starts monitoring a freshly acquired node.
+    pub(crate) fn new(client: Client, path: String, stat: Stat, hook: ReleaseHook) -> Arc<Hold> {
+        let (tx, rx) = watch::channel(LockState::Held);
+        let monitor = tokio::spawn(monitor(client.clone(), path.clone(), tx)).abort_handle();
+        Arc::new(Hold {
+            client,
+            path,
+            stat,
+            count: AtomicUsize::new(1),
+            state: rx,
+            monitor,
+            hook: Mutex::new(Some(hook)),
+        })
+    }
+
+    /// The guard of a fresh hold (its count already is 1).
+    pub(crate) fn into_guard(self: Arc<Self>) -> LockGuard {
+        LockGuard {
+            hold: self,
+            active: true,
+        }
+    }
+
+    /// Path of the lock node.
+    pub(crate) fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Adds a nested hold if the lock is still held (count > 0).
+    pub(crate) fn try_reenter(self: &Arc<Self>) -> Option<LockGuard> {
+        let mut current = self.count.load(Ordering::Acquire);
+        while current > 0 {
+            match self.count.compare_exchange(
+                current,
+                current + 1,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    return Some(LockGuard {
+                        hold: self.clone(),
+                        active: true,
+                    })
+                }
+                Err(seen) => current = seen,
+            }
+        }
+        None
+    }
+
+    async fn finish(self: Arc<Self>) -> Result<()> {
+        self.monitor.abort();
+        let result = if matches!(
+            *self.state.borrow(),
+            LockState::Lost(LossReason::SessionEnded)
+        ) {
+            Ok(())
+        } else {
+            delete_guaranteed(&self.client, &self.path).await
+        };
+        debug!(path = %self.path, "lock released");
+        self.run_hook();
+        result
+    }
+
+    fn run_hook(&self) {
+        let hook = self.hook.lock().map(|mut h| h.take()).unwrap_or(None);
+        if let Some(hook) = hook {
+            hook();
+        }
+    }
+}
+
+/// Proof that a lock is held. Release it with [`LockGuard::release`]; dropping it releases
+/// in the background.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn demo(client: zk_client::Client) -> Result<(), zk_recipes::Error> {
+/// use zk_recipes::{FairLock, LockState};
+///
+/// let lock = FairLock::new(client, "/locks/jobs")?;
+/// let guard = lock.acquire().await?;
+/// println!("fencing token {}", guard.fencing_token());
+/// assert_eq!(guard.state(), LockState::Held);
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
+pub struct LockGuard {
+    hold: Arc<Hold>,
+    active: bool,
+}
+
+impl std::fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockGuard")
+            .field("path", &self.hold.path)
+            .field("state", &self.state())
+            .finish()
+    }
+}
+
+impl LockGuard {
+    /// Path of our lock node (as the client sees it, chroot excluded).
+    pub fn path(&self) -> &str {
+        &self.hold.path
+    }
+
+    /// The lock node's name (last path segment).
+    pub fn node_name(&self) -> &str {
+        crate::lock::acquire::base_name(&self.hold.path)
+    }
+
+    /// A fencing token: the zxid that created our lock node. Every later holder of the same
+    /// lock gets a larger one, so a resource that remembers the largest token it has seen can
+    /// refuse a stale holder's late writes.
+    pub fn fencing_token(&self) -> i64 {
+        self.hold.stat.czxid
+    }
+
+    /// The stat of our lock node when it was created.
+    pub fn stat(&self) -> &Stat {
+        &self.hold.stat
+    }
+
+    /// What we currently know about the lock.
+    pub fn state(&self) -> LockState {
+        *self.hold.state.borrow()
+    }
+
+    /// A receiver of state changes (`Held` ⇄ `Suspended`, then `Lost`).
+    pub fn state_watcher(&self) -> watch::Receiver<LockState> {
+        self.hold.state.clone()
+    }
+
+    /// Resolves when the lock may no longer be ours: on `Suspended` (connection lost, possible
+    /// loss) or `Lost` (certain loss). Returns that state.
+    pub async fn suspended_or_lost(&self) -> LockState {
+        let mut rx = self.hold.state.clone();
+        let seen = rx.wait_for(|s| *s != LockState::Held).await.map(|s| *s);
+        seen.unwrap_or(LockState::Lost(LossReason::SessionEnded))
+    }
+
+    /// Resolves when the lock is certainly lost, with the reason.
+    pub async fn lost(&self) -> LossReason {
+        let mut rx = self.hold.state.clone();
+        let seen = rx
+            .wait_for(|s| matches!(s, LockState::Lost(_)))
+            .await
+            .map(|s| *s);
+        match seen {
+            Ok(LockState::Lost(reason)) => reason,
+            _ => LossReason::SessionEnded,
+        }
+    }
+
+    /// Takes the same lock again without a new node (re-entry). Each guard must be released;
+    /// the node goes when the last one is.
+    pub fn reenter(&self) -> LockGuard {
+        self.hold.count.fetch_add(1, Ordering::AcqRel);
+        LockGuard {
+            hold: self.hold.clone(),
+            active: true,
+        }
+    }
+
+    /// How many guards (this one and its re-entries) hold the node now.
+    pub fn hold_count(&self) -> usize {
+        self.hold.count.load(Ordering::Acquire)
+    }
+
+    /// Runs `ops` as one transaction that also checks that our lock node still exists: it
+    /// applies only while we hold the lock, and fails as a whole otherwise. Refuses to send
+    /// anything once the lock is known to be lost.
+    ///
+    /// The client never re-sends a request after a connection loss or on another session, so a
+    /// fenced write cannot land after the lock has passed on.
+    pub async fn fenced(&self, ops: &[Op]) -> Result<Vec<OpResult>> {
+        if let LockState::Lost(reason) = self.state() {
+            return Err(Error::LockLost(reason));
+        }
+        let mut all = Vec::with_capacity(ops.len() + 1);
+        all.push(Op::check(&self.hold.path, None));
+        all.extend_from_slice(ops);
+        let mut results = self.hold.client.multi(&all).await?;
+        results.remove(0);
+        Ok(results)
+    }
+
+    /// Releases this hold: deletes the lock node when it is the last guard, retrying through
+    /// connection losses until the node is gone or the session ended.
+    pub async fn release(mut self) -> Result<()> {
+        self.active = false;
+        if self.hold.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.hold.clone().finish().await
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if !self.active || self.hold.count.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return;
+        }
+        let hold = self.hold.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn(async move {
+                    if let Err(e) = hold.finish().await {
+                        warn!(error = %e, "background lock release failed");
+                    }
+                });
+            }
+            Err(_) => {
+                warn!(path = %hold.path, "guard dropped outside a runtime; the node lives until the session ends");
+                hold.monitor.abort();
+                hold.run_hook();
+            }
+        }
+    }
+}
+
+/// Watches the session and our node; publishes what the holder can know.
+async fn monitor(client: Client, path: String, tx: watch::Sender<LockState>) {
+    let mut states = client.state_watcher();
+    let mut watcher = None;
+    // Each turn waits for a session change or a node event; the task is aborted on release.
+    loop {
+        if watcher.is_none() && client.state() == SessionState::Connected {
+            match client.exists_watch(&path).await {
+                Ok((Some(_), w)) => {
+                    tx.send_replace(LockState::Held);
+                    watcher = Some(Box::pin(w));
+                }
+                Ok((None, _)) => {
+                    tx.send_replace(LockState::Lost(LossReason::NodeDeleted));
+                    return;
+                }
+                Err(zk_client::Error::SessionExpired) | Err(zk_client::Error::Closed) => {
+                    tx.send_replace(LockState::Lost(LossReason::SessionEnded));
+                    return;
+                }
+                Err(_) => {}
+            }
+        }
+        let node_event = async {
+            match watcher.as_mut() {
+                Some(w) => w.await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            event = node_event => {
+                watcher = None;
+                match event {
+                    Ok(e) if e.event_type == zk_client::EventType::NodeDeleted => {
+                        tx.send_replace(LockState::Lost(LossReason::NodeDeleted));
+                        return;
+                    }
+                    Ok(_) => {}
+                    Err(_) => {
+                        if matches!(client.state(), SessionState::Expired | SessionState::Closed | SessionState::AuthFailed) {
+                            tx.send_replace(LockState::Lost(LossReason::SessionEnded));
+                            return;
+                        }
+                    }
+                }
+            }
+            state = states.changed() => match state {
+                SessionState::Connected => watcher = None,
+                SessionState::Expired | SessionState::Closed | SessionState::AuthFailed => {
+                    tx.send_replace(LockState::Lost(LossReason::SessionEnded));
+                    return;
+                }
+                _ => {
+                    tx.send_replace(LockState::Suspended);
+                }
+            },
+        }
+    }
+}

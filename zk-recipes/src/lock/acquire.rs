@@ -1,0 +1,218 @@
+//! The queue acquisition procedure shared by the fair lock and both sides of the read/write
+//! lock: protected create, then wait for the one node that blocks us.
+//!
+//! ```text
+//! create _c_<guid>-<name> EPHEMERAL_SEQUENTIAL ──ok──────────────┐
+//!   │ ConnectionLoss: reconnect, list, find _c_<guid>- ──found──┤
+//!   │                                        └─not found: create again (same guid)
+//!   ▼                                                           ▼
+//! list children → sort by trailing sequence → our position ─ first/no blocker → held
+//!                                                 └─ blocker: getData+watch it, wait, list again
+//! ```
+
+use tokio::time::Instant;
+use tracing::debug;
+use uuid::Uuid;
+use zk_client::{Client, CreateMode, CreateOptions, Stat};
+
+use super::naming::{self, Intent, Position};
+use super::support::{spawn_cleanup, wait_connected};
+use crate::error::{Error, LossReason, Result};
+
+/// Bound on the turns of each loop below; every turn waits for the server or for a watch,
+/// so in practice the deadline or the session ends them long before.
+const MAX_TURNS: usize = 100_000;
+
+/// What to acquire.
+#[derive(Debug, Clone)]
+pub(crate) struct QueueSpec {
+    /// The lock's base path (the queue nodes' parent).
+    pub(crate) base: String,
+    /// The lock name inside each node's name (`lock-`, `__READ__`, `__WRIT__`).
+    pub(crate) lock_name: &'static str,
+    /// Read or write.
+    pub(crate) intent: Intent,
+}
+
+/// A queue node that is ours and at the head (for its intent).
+#[derive(Debug)]
+pub(crate) struct Acquired {
+    /// Full path of our node (client view, chroot not included).
+    pub(crate) path: String,
+    /// Its stat at creation (the czxid is the fencing token).
+    pub(crate) stat: Stat,
+}
+
+/// Removes our node when the attempt ends without the lock (error, timeout, try-failure or
+/// the future being dropped).
+struct Attempt {
+    client: Client,
+    base: String,
+    guid: Uuid,
+    node: Option<String>,
+    armed: bool,
+}
+
+impl Drop for Attempt {
+    fn drop(&mut self) {
+        if self.armed {
+            spawn_cleanup(
+                self.client.clone(),
+                self.base.clone(),
+                self.guid,
+                self.node.take(),
+            );
+        }
+    }
+}
+
+/// Enqueues and waits until the lock is ours, `deadline` passes ([`Error::Timeout`]), or,
+/// with `try_only`, returns `Ok(None)` at once if someone is ahead. Whatever way this ends
+/// without the lock, including by being dropped, our node is removed.
+///
+/// `ignore` names a node of ours that must not block us (the write node, when the same owner
+/// takes the read lock: a downgrade).
+pub(crate) async fn acquire(
+    client: &Client,
+    spec: &QueueSpec,
+    deadline: Option<Instant>,
+    try_only: bool,
+    ignore: Option<&str>,
+) -> Result<Option<Acquired>> {
+    let guid = Uuid::new_v4();
+    let mut attempt = Attempt {
+        client: client.clone(),
+        base: spec.base.clone(),
+        guid,
+        node: None,
+        armed: true,
+    };
+    let fut = async {
+        let (name, stat) = create_protected(client, spec, &guid).await?;
+        attempt.node = Some(name.clone());
+        let held = wait_turn(client, spec, &name, try_only, ignore).await?;
+        Ok::<_, Error>(held.then_some(Acquired {
+            path: format!("{}/{name}", spec.base),
+            stat,
+        }))
+    };
+    let result = super::support::until(deadline, fut).await;
+    match &result {
+        Ok(Some(_)) => attempt.armed = false,
+        Ok(None) => {
+            // try_acquire lost: remove our node now, so that a following acquire by this
+            // process does not queue behind its own leftover.
+            if let Some(name) = attempt.node.take() {
+                attempt.armed = false;
+                super::support::delete_guaranteed(client, &format!("{}/{name}", spec.base)).await?;
+            }
+        }
+        Err(_) => {}
+    }
+    result
+}
+
+/// The protected create: makes our node, surviving a lost reply without leaving a ghost.
+async fn create_protected(
+    client: &Client,
+    spec: &QueueSpec,
+    guid: &Uuid,
+) -> Result<(String, Stat)> {
+    let path = format!(
+        "{}/{}",
+        spec.base,
+        naming::protected_node_name(guid, spec.lock_name)
+    );
+    let options = CreateOptions::new(CreateMode::EphemeralSequential);
+    let session = client.session_id();
+    for _ in 0..MAX_TURNS {
+        match client.create(&path, &[], &options).await {
+            Ok((created, stat)) => return Ok((base_name(&created).to_owned(), stat)),
+            Err(zk_client::Error::NoNode) => ensure_parents(client, &spec.base).await?,
+            Err(e) if e.is_connection_loss() => {
+                // The create may or may not have happened: look for our guid.
+                wait_connected(client).await?;
+                if let Some(found) = super::support::find_own(client, &spec.base, guid).await? {
+                    let full = format!("{}/{found}", spec.base);
+                    match client.exists(&full).await {
+                        Ok(Some(stat)) if stat.ephemeral_owner == session => {
+                            debug!(node = %full, "recovered our node after a lost create reply");
+                            return Ok((found, stat));
+                        }
+                        // Not ours (an earlier session's): the caller's cleanup can't
+                        // touch it, but it is not in our way for long.
+                        Ok(_) => return Err(Error::LockLost(LossReason::SessionEnded)),
+                        Err(e) if e.is_connection_loss() => continue,
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(Error::Client(zk_client::Error::ConnectionLoss))
+}
+
+/// Creates the lock's base path as containers (so the server removes it when empty, as
+/// Curator does with `creatingParentContainersIfNeeded`).
+async fn ensure_parents(client: &Client, base: &str) -> Result<()> {
+    let options = CreateOptions::new(CreateMode::Container);
+    match client.create_all(base, &[], &options).await {
+        Ok(_) | Err(zk_client::Error::NodeExists) => Ok(()),
+        Err(e) if e.is_connection_loss() => wait_connected(client).await,
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Waits until no node that blocks `ours` is left. Returns false when `try_only` and blocked.
+async fn wait_turn(
+    client: &Client,
+    spec: &QueueSpec,
+    ours: &str,
+    try_only: bool,
+    ignore: Option<&str>,
+) -> Result<bool> {
+    for _ in 0..MAX_TURNS {
+        let children = match client.get_children(&spec.base).await {
+            Ok((children, _)) => children,
+            Err(e) if e.is_connection_loss() => {
+                wait_connected(client).await?;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let mut queue = naming::queue(&children);
+        if let Some(skip) = ignore {
+            queue.retain(|c| c.name != skip);
+        }
+        match naming::position(&queue, ours, spec.intent) {
+            Position::Acquired => return Ok(true),
+            Position::Missing => return Err(Error::LockLost(LossReason::NodeDeleted)),
+            Position::WaitFor(_) if try_only => return Ok(false),
+            Position::WaitFor(blocker) => {
+                // getData, not exists: exists would leave a watch behind on a node that is
+                // already gone; getData fails with NoNode and leaves nothing.
+                let path = format!("{}/{blocker}", spec.base);
+                match client.get_data_watch(&path).await {
+                    Ok((_, _, watcher)) => {
+                        debug!(%path, "waiting for predecessor");
+                        match watcher.await {
+                            Ok(_) => {}
+                            Err(e) if e.is_connection_loss() => wait_connected(client).await?,
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
+                    Err(zk_client::Error::NoNode) => {}
+                    Err(e) if e.is_connection_loss() => wait_connected(client).await?,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+    }
+    Err(Error::Timeout)
+}
+
+/// The last segment of a path.
+pub(crate) fn base_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}

@@ -1,0 +1,200 @@
+//! The simple exclusive lock: one ephemeral node at a fixed path.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+use uuid::Uuid;
+use zk_client::{Client, CreateMode, CreateOptions, Stat};
+
+use super::support::{check_base, deadline_after, delete_guaranteed, until, wait_connected};
+use crate::error::{Error, Result};
+use crate::guard::{Hold, LockGuard};
+
+/// Bound on acquisition turns; each waits for the server or a watch.
+const MAX_TURNS: usize = 100_000;
+
+/// A simple exclusive lock: whoever creates the ephemeral node at `path` holds it; the others
+/// watch it and race again when it is deleted.
+///
+/// Prefer it when contention is rare and the holder set is small: acquiring costs one create,
+/// there is no queue to list and no parent node to keep. It is **not fair** and each release
+/// wakes every waiter (a herd): with many waiters use [`crate::FairLock`].
+///
+/// The node's data is a guid of the acquisition, so a create whose reply was lost is
+/// recognised as ours after the reconnect (and not confused with another instance of the same
+/// session). Not re-entrant across `acquire` calls: use [`LockGuard::reenter`].
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn demo(client: zk_client::Client) -> Result<(), zk_recipes::Error> {
+/// let lock = zk_recipes::ExclusiveLock::new(client, "/locks/leader")?;
+/// if let Some(guard) = lock.try_acquire().await? {
+///     guard.release().await?;
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ExclusiveLock {
+    client: Client,
+    path: String,
+    local: Arc<Semaphore>,
+}
+
+impl ExclusiveLock {
+    /// An exclusive lock whose node is `path` itself.
+    pub fn new(client: Client, path: &str) -> Result<ExclusiveLock> {
+        Ok(ExclusiveLock {
+            client,
+            path: check_base(path)?,
+            local: Arc::new(Semaphore::new(1)),
+        })
+    }
+
+    /// Waits until the lock is held.
+    pub async fn acquire(&self) -> Result<LockGuard> {
+        self.run(None, false).await?.ok_or(Error::Timeout)
+    }
+
+    /// Waits at most `timeout`.
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
+        self.run(deadline_after(Some(timeout)), false)
+            .await?
+            .ok_or(Error::Timeout)
+    }
+
+    /// Takes the lock if it is free, else `Ok(None)`.
+    pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        self.run(None, true).await
+    }
+
+    async fn run(&self, deadline: Option<Instant>, try_only: bool) -> Result<Option<LockGuard>> {
+        let permit = if try_only {
+            match self.local.clone().try_acquire_owned() {
+                Ok(p) => p,
+                Err(_) => return Ok(None),
+            }
+        } else {
+            let local = self.local.clone();
+            until(deadline, async move {
+                local
+                    .acquire_owned()
+                    .await
+                    .map_err(|_| Error::Client(zk_client::Error::Closed))
+            })
+            .await?
+        };
+        let guid = Uuid::new_v4();
+        let mut cleanup = Cleanup {
+            client: self.client.clone(),
+            path: self.path.clone(),
+            guid,
+            armed: true,
+        };
+        let stat = until(deadline, self.race(&guid, try_only)).await?;
+        cleanup.armed = false;
+        let Some(stat) = stat else { return Ok(None) };
+        let hook = Box::new(move || drop(permit));
+        Ok(Some(
+            Hold::new(self.client.clone(), self.path.clone(), stat, hook).into_guard(),
+        ))
+    }
+
+    async fn race(&self, guid: &Uuid, try_only: bool) -> Result<Option<Stat>> {
+        let data = guid.hyphenated().to_string();
+        let options = CreateOptions::new(CreateMode::Ephemeral);
+        for _ in 0..MAX_TURNS {
+            match self
+                .client
+                .create(&self.path, data.as_bytes(), &options)
+                .await
+            {
+                Ok((_, stat)) => return Ok(Some(stat)),
+                Err(zk_client::Error::NodeExists) => {
+                    match self.client.get_data_watch(&self.path).await {
+                        Ok((held_by, stat, watcher)) => {
+                            if held_by == data.as_bytes() {
+                                return Ok(Some(stat)); // our own create, reply lost earlier
+                            }
+                            if try_only {
+                                return Ok(None);
+                            }
+                            match watcher.await {
+                                Ok(_) => {}
+                                Err(e) if e.is_connection_loss() => {
+                                    wait_connected(&self.client).await?
+                                }
+                                Err(e) => return Err(e.into()),
+                            }
+                        }
+                        Err(zk_client::Error::NoNode) => {}
+                        Err(e) if e.is_connection_loss() => wait_connected(&self.client).await?,
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                Err(zk_client::Error::NoNode) => {
+                    let parent = match self.path.rfind('/') {
+                        Some(0) | None => "/",
+                        Some(i) => &self.path[..i],
+                    };
+                    let parents = CreateOptions::new(CreateMode::Container);
+                    match self.client.create_all(parent, &[], &parents).await {
+                        Ok(_) | Err(zk_client::Error::NodeExists) => {}
+                        Err(e) if e.is_connection_loss() => wait_connected(&self.client).await?,
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                Err(e) if e.is_connection_loss() => {
+                    wait_connected(&self.client).await?;
+                    if let Some(stat) = self.owned_stat(&data).await? {
+                        return Ok(Some(stat));
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(Error::Timeout)
+    }
+
+    /// The node's stat if it exists and carries our guid.
+    async fn owned_stat(&self, data: &str) -> Result<Option<Stat>> {
+        match self.client.get_data(&self.path).await {
+            Ok((held_by, stat)) if held_by == data.as_bytes() => Ok(Some(stat)),
+            Ok(_) | Err(zk_client::Error::NoNode) => Ok(None),
+            Err(e) if e.is_connection_loss() => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// Deletes the node in the background if an abandoned attempt had created it.
+struct Cleanup {
+    client: Client,
+    path: String,
+    guid: Uuid,
+    armed: bool,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (client, path) = (self.client.clone(), self.path.clone());
+        let data = Bytes::from(self.guid.hyphenated().to_string());
+        handle.spawn(async move {
+            // Requests are ordered at call time, so this read sees any create we had sent.
+            if let Ok((held_by, _)) = client.get_data(&path).await {
+                if held_by == data {
+                    let _ = delete_guaranteed(&client, &path).await;
+                }
+            }
+        });
+    }
+}

@@ -1,0 +1,221 @@
+//! The fair lock: a FIFO queue of ephemeral-sequential nodes, Curator's `InterProcessMutex`
+//! layout. Also the engine of both sides of the read/write lock.
+
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+use zk_client::Client;
+
+use super::acquire::{acquire, QueueSpec};
+use super::naming::{Intent, MUTEX_LOCK_NAME};
+use super::support::{check_base, deadline_after, until, Owner};
+use crate::error::{Error, Result};
+use crate::guard::{Hold, LockGuard};
+
+/// Who holds the lock in this process, for re-entry.
+type Holder = Arc<Mutex<Option<(Owner, Weak<Hold>)>>>;
+
+pub(crate) struct Inner {
+    client: Client,
+    spec: QueueSpec,
+    /// One local holder (or waiter in ZooKeeper) at a time per instance.
+    local: Arc<Semaphore>,
+    holder: Holder,
+    /// For a read lock: the write lock of the same [`crate::ReadWriteLock`], whose node does
+    /// not block its own owner's read (a downgrade).
+    companion: Option<Arc<Inner>>,
+}
+
+/// A fair, re-entrant, distributed lock: waiters are served in the order they queued, and
+/// each waits only for its immediate predecessor, so a release wakes exactly one waiter.
+///
+/// Nodes are `<path>/_c_<uuid>-lock-<seq>` (ephemeral sequential, parents created as
+/// containers), the layout of Curator's `InterProcessMutex`, so Java processes using Curator
+/// and Rust processes using this lock on the same path exclude each other. Nodes of kazoo and
+/// go-zookeeper are ordered by their trailing sequence number too, so this lock never jumps a
+/// holder from another library.
+///
+/// # Re-entrancy
+///
+/// Async code has no thread identity, so the identity is the tokio task (or, outside any
+/// task, the thread of a `block_on`): `acquire` from the task that holds this instance
+/// succeeds at once without a new node and returns another guard; the node is deleted when
+/// every guard is released. Other tasks that share the instance wait locally, without
+/// touching ZooKeeper, until the holder's last guard is released. [`LockGuard::reenter`] does
+/// the same from anywhere the guard is. Two branches of one `join!` are the same task: do not
+/// acquire from both.
+///
+/// # Cancellation safety
+///
+/// Dropping an `acquire` future at any point leaves no node behind in a live session: if it
+/// had created its node (or might have: a create whose reply is lost), the node is found by
+/// its guid and deleted in the background, through reconnects if needed.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use zk_recipes::FairLock;
+///
+/// let client = zk_client::Client::connect("127.0.0.1:2181").await?;
+/// let lock = FairLock::new(client, "/locks/reports")?;
+/// match lock.acquire_timeout(Duration::from_secs(5)).await {
+///     Ok(guard) => {
+///         // ... exclusive work ...
+///         guard.release().await?;
+///     }
+///     Err(e) if e.is_timeout() => println!("busy, try later"),
+///     Err(e) => return Err(e.into()),
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct FairLock {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for FairLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FairLock")
+            .field("path", &self.inner.spec.base)
+            .field("lock_name", &self.inner.spec.lock_name)
+            .finish()
+    }
+}
+
+impl FairLock {
+    /// A fair exclusive lock on `path` (the parent of the queue nodes).
+    pub fn new(client: Client, path: &str) -> Result<FairLock> {
+        Ok(Self::with_spec(
+            client,
+            QueueSpec {
+                base: check_base(path)?,
+                lock_name: MUTEX_LOCK_NAME,
+                intent: Intent::Write,
+            },
+            None,
+        ))
+    }
+
+    pub(crate) fn with_spec(
+        client: Client,
+        spec: QueueSpec,
+        companion: Option<&FairLock>,
+    ) -> FairLock {
+        FairLock {
+            inner: Arc::new(Inner {
+                client,
+                spec,
+                local: Arc::new(Semaphore::new(1)),
+                holder: Arc::new(Mutex::new(None)),
+                companion: companion.map(|c| c.inner.clone()),
+            }),
+        }
+    }
+
+    /// The lock's path.
+    pub fn path(&self) -> &str {
+        &self.inner.spec.base
+    }
+
+    /// Waits until the lock is held.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LockLost`] if the session ends while waiting, [`Error::Client`] for other
+    /// ZooKeeper failures (connection losses are waited out, not returned).
+    pub async fn acquire(&self) -> Result<LockGuard> {
+        self.acquire_until(None, false).await?.ok_or(Error::Timeout)
+    }
+
+    /// Waits at most `timeout` for the lock; on [`Error::Timeout`] our queue node is removed.
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
+        self.acquire_until(deadline_after(Some(timeout)), false)
+            .await?
+            .ok_or(Error::Timeout)
+    }
+
+    /// Takes the lock only if nobody holds it or waits ahead of us: `Ok(None)` otherwise (our
+    /// queue node is removed before this returns).
+    pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
+        self.acquire_until(None, true).await
+    }
+
+    /// Whether the current task (or thread) holds this instance.
+    pub fn is_held_by_current_task(&self) -> bool {
+        self.current_hold().is_some()
+    }
+
+    fn current_hold(&self) -> Option<Arc<Hold>> {
+        let holder = self.inner.holder.lock().ok()?;
+        match holder.as_ref() {
+            Some((owner, hold)) if *owner == Owner::current() => hold.upgrade(),
+            _ => None,
+        }
+    }
+
+    async fn acquire_until(
+        &self,
+        deadline: Option<Instant>,
+        try_only: bool,
+    ) -> Result<Option<LockGuard>> {
+        if let Some(guard) = self.current_hold().and_then(|h| h.try_reenter()) {
+            return Ok(Some(guard));
+        }
+        let permit = if try_only {
+            match self.inner.local.clone().try_acquire_owned() {
+                Ok(p) => p,
+                Err(_) => return Ok(None),
+            }
+        } else {
+            let local = self.inner.local.clone();
+            until(deadline, async move {
+                local
+                    .acquire_owned()
+                    .await
+                    .map_err(|_| Error::Client(zk_client::Error::Closed))
+            })
+            .await?
+        };
+        let own_writer = self.inner.companion.as_ref().and_then(|w| {
+            let holder = w.holder.lock().ok()?;
+            match holder.as_ref() {
+                Some((owner, hold)) if *owner == Owner::current() => hold
+                    .upgrade()
+                    .map(|h| super::acquire::base_name(h.path()).to_owned()),
+                _ => None,
+            }
+        });
+        let Some(acquired) = acquire(
+            &self.inner.client,
+            &self.inner.spec,
+            deadline,
+            try_only,
+            own_writer.as_deref(),
+        )
+        .await?
+        else {
+            return Ok(None);
+        };
+        let holder = self.inner.holder.clone();
+        let hook = Box::new(move || {
+            if let Ok(mut h) = holder.lock() {
+                *h = None;
+            }
+            drop(permit);
+        });
+        let hold = Hold::new(
+            self.inner.client.clone(),
+            acquired.path,
+            acquired.stat,
+            hook,
+        );
+        if let Ok(mut h) = self.inner.holder.lock() {
+            *h = Some((Owner::current(), Arc::downgrade(&hold)));
+        }
+        Ok(Some(hold.into_guard()))
+    }
+}

@@ -1,0 +1,63 @@
+//! Helpers shared by the `client_*` test files (the zk-client suite against real servers).
+#![allow(dead_code, unreachable_pub)]
+
+use std::future::Future;
+use std::time::Duration;
+
+use zk_client::{Client, SessionState};
+
+/// Generous bound for anything that should happen "soon": a hung test fails instead of
+/// hanging. Never used to assert how fast something is.
+pub const LIMIT: Duration = Duration::from_secs(60);
+
+/// Awaits `fut`, panicking with `what` if it takes longer than [`LIMIT`].
+pub async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
+    match tokio::time::timeout(LIMIT, fut).await {
+        Ok(v) => v,
+        Err(_) => panic!("{what}: still not done after {LIMIT:?}"),
+    }
+}
+
+/// Connects with a session timeout of `secs` seconds.
+pub async fn connect_with_timeout(hosts: &str, secs: u64) -> Client {
+    within(
+        "connect",
+        Client::builder(hosts)
+            .session_timeout(Duration::from_secs(secs))
+            .establish_timeout(LIMIT)
+            .connect(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("connect to {hosts}: {e}"))
+}
+
+/// Connects with a 10 s session timeout.
+pub async fn connect(hosts: &str) -> Client {
+    connect_with_timeout(hosts, 10).await
+}
+
+/// Waits until the client's state satisfies `pred` and returns it.
+pub async fn wait_state(
+    client: &Client,
+    what: &str,
+    pred: impl FnMut(SessionState) -> bool,
+) -> SessionState {
+    let mut states = client.state_watcher();
+    within(what, states.wait_for(pred)).await
+}
+
+/// The index of the ensemble member (by client address) that holds `session_id`, from the
+/// `cons` four-letter word.
+pub async fn server_of(addrs: &[std::net::SocketAddr], session_id: i64) -> Option<usize> {
+    let needle = format!("sid=0x{session_id:x}");
+    for (i, addr) in addrs.iter().enumerate() {
+        if let Ok(out) =
+            integration_tests::probe::four_letter_word(*addr, "cons", Duration::from_secs(5)).await
+        {
+            if out.contains(&needle) {
+                return Some(i);
+            }
+        }
+    }
+    None
+}

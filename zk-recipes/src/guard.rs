@@ -96,7 +96,15 @@ impl Hold {
         ) {
             Ok(())
         } else {
-            delete_guaranteed(&self.client, &self.path).await
+            // Drop our own loss-monitor watch first, in the same flush as the delete (requests
+            // are ordered at call time), so that the delete notifies only the next waiter:
+            // one release, one server notification.
+            let removal = self
+                .client
+                .remove_watches(&self.path, zk_client::WatcherType::Data);
+            let deleted = delete_guaranteed(&self.client, &self.path).await;
+            let _ = removal.await;
+            deleted
         };
         debug!(path = %self.path, "lock released");
         self.run_hook();

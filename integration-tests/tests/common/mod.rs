@@ -1,0 +1,77 @@
+//! Helpers shared by the recipe test files (each test file includes this module).
+#![allow(dead_code, unreachable_pub)]
+
+use std::time::Duration;
+
+use integration_tests::{chroot, standalone, ZkTarget};
+use tokio::time::Instant;
+use zk_client::{Client, CreateOptions};
+
+/// Connects a client to the shared server under a fresh chroot, returning the connect string
+/// too (for more sessions on the same subtree).
+pub async fn shared_root(test: &str) -> String {
+    let server = standalone().await;
+    let root = chroot(server, test).await;
+    server.hosts(&root)
+}
+
+/// A new session on `hosts`.
+pub async fn connect(hosts: &str) -> Client {
+    Client::builder(hosts)
+        .session_timeout(Duration::from_secs(10))
+        .connect()
+        .await
+        .expect("connect to the test server")
+}
+
+/// Children of `path` (empty when it does not exist).
+pub async fn children(client: &Client, path: &str) -> Vec<String> {
+    match client.get_children(path).await {
+        Ok((mut c, _)) => {
+            c.sort();
+            c
+        }
+        Err(zk_client::Error::NoNode) => Vec::new(),
+        Err(e) => panic!("get_children {path}: {e}"),
+    }
+}
+
+/// Polls until `path` has exactly `n` children, within `limit`; returns the last listing.
+pub async fn wait_children(client: &Client, path: &str, n: usize, limit: Duration) -> Vec<String> {
+    let end = Instant::now() + limit;
+    loop {
+        let c = children(client, path).await;
+        if c.len() == n || Instant::now() >= end {
+            return c;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Creates a counter node holding "0".
+pub async fn make_counter(client: &Client, path: &str) {
+    client
+        .create(path, b"0", &CreateOptions::persistent())
+        .await
+        .expect("create counter");
+}
+
+/// Reads a counter node.
+pub async fn read_counter(client: &Client, path: &str) -> i64 {
+    let (data, _) = client.get_data(path).await.expect("read counter");
+    std::str::from_utf8(&data)
+        .expect("utf8 counter")
+        .trim()
+        .parse()
+        .expect("numeric counter")
+}
+
+/// Read-modify-write of a counter: lost updates show when two holders overlap.
+pub async fn bump_counter(client: &Client, path: &str) {
+    let v = read_counter(client, path).await;
+    tokio::task::yield_now().await;
+    client
+        .set_data(path, (v + 1).to_string().as_bytes(), None)
+        .await
+        .expect("write counter");
+}

@@ -1,0 +1,286 @@
+//! Lock recipes against a real server: exclusion, FIFO order, read/write sharing, re-entrancy,
+//! try/timeout, cancellation cleanup.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{
+    bump_counter, children, connect, make_counter, read_counter, shared_root, wait_children,
+};
+use zk_recipes::{ExclusiveLock, FairLock, LockState, ReadWriteLock};
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fair_lock_excludes_under_contention_without_lost_updates() {
+    let hosts = shared_root("fair_excl").await;
+    let admin = connect(&hosts).await;
+    make_counter(&admin, "/counter").await;
+    const SESSIONS: usize = 5;
+    const ROUNDS: usize = 20;
+    let inside = Arc::new(AtomicBool::new(false));
+    let overlaps = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..SESSIONS {
+        let client = connect(&hosts).await;
+        let (inside, overlaps) = (inside.clone(), overlaps.clone());
+        tasks.push(tokio::spawn(async move {
+            let lock = FairLock::new(client.clone(), "/locks/fair").unwrap();
+            for _ in 0..ROUNDS {
+                let guard = lock.acquire().await.expect("acquire");
+                if inside.swap(true, Ordering::SeqCst) {
+                    overlaps.fetch_add(1, Ordering::SeqCst);
+                }
+                bump_counter(&client, "/counter").await;
+                inside.store(false, Ordering::SeqCst);
+                guard.release().await.expect("release");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("locker task");
+    }
+    assert_eq!(overlaps.load(Ordering::SeqCst), 0, "two holders at once");
+    assert_eq!(
+        read_counter(&admin, "/counter").await,
+        (SESSIONS * ROUNDS) as i64,
+        "lost updates"
+    );
+    assert!(
+        children(&admin, "/locks/fair").await.is_empty(),
+        "orphan lock nodes"
+    );
+}
+
+#[tokio::test]
+async fn fair_lock_serves_waiters_in_queue_order() {
+    let hosts = shared_root("fair_fifo").await;
+    let admin = connect(&hosts).await;
+    let holder = FairLock::new(connect(&hosts).await, "/locks/fifo").unwrap();
+    let first = holder.acquire().await.unwrap();
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    const WAITERS: usize = 6;
+    for i in 0..WAITERS {
+        let lock = FairLock::new(connect(&hosts).await, "/locks/fifo").unwrap();
+        let order = order.clone();
+        tasks.push(tokio::spawn(async move {
+            let guard = lock.acquire().await.expect("acquire");
+            order.lock().unwrap().push(i);
+            guard.release().await.expect("release");
+        }));
+        // Queue them one by one so the queue order is known.
+        let queued = wait_children(&admin, "/locks/fifo", i + 2, LIMIT).await;
+        assert_eq!(queued.len(), i + 2, "waiter {i} did not queue");
+    }
+    first.release().await.unwrap();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), (0..WAITERS).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn lock_nodes_use_curators_layout() {
+    let hosts = shared_root("layout").await;
+    let client = connect(&hosts).await;
+    let guard = FairLock::new(client.clone(), "/locks/layout")
+        .unwrap()
+        .acquire()
+        .await
+        .unwrap();
+    let name = guard.node_name().to_owned();
+    assert!(zk_recipes::lock::naming::is_protected(&name), "{name}");
+    assert!(name[40..].starts_with("lock-"), "{name}");
+    assert_eq!(zk_recipes::lock::naming::sequence_of(&name), Some(0));
+    let (_, stat) = client.get_data(guard.path()).await.unwrap();
+    assert_eq!(stat.ephemeral_owner, client.session_id(), "ephemeral");
+    assert_eq!(guard.fencing_token(), stat.czxid);
+    guard.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn readers_share_and_writers_exclude() {
+    let hosts = shared_root("rw").await;
+    let r1 = ReadWriteLock::new(connect(&hosts).await, "/locks/rw").unwrap();
+    let r2 = ReadWriteLock::new(connect(&hosts).await, "/locks/rw").unwrap();
+    let w = ReadWriteLock::new(connect(&hosts).await, "/locks/rw").unwrap();
+
+    let a = r1.read_lock().acquire().await.unwrap();
+    let b = r2
+        .read_lock()
+        .acquire_timeout(LIMIT)
+        .await
+        .expect("readers share");
+    assert!(
+        w.write_lock().try_acquire().await.unwrap().is_none(),
+        "writer got in with readers"
+    );
+    a.release().await.unwrap();
+    assert!(
+        w.write_lock().try_acquire().await.unwrap().is_none(),
+        "writer got in with a reader"
+    );
+    b.release().await.unwrap();
+
+    let wg = w
+        .write_lock()
+        .acquire_timeout(LIMIT)
+        .await
+        .expect("writer after readers");
+    assert!(
+        r1.read_lock().try_acquire().await.unwrap().is_none(),
+        "reader got in with a writer"
+    );
+    assert!(
+        r2.write_lock().try_acquire().await.unwrap().is_none(),
+        "two writers"
+    );
+    // The writer may downgrade: its own write node does not block its read.
+    let down = w
+        .read_lock()
+        .acquire_timeout(LIMIT)
+        .await
+        .expect("downgrade");
+    wg.release().await.unwrap();
+    assert!(
+        r2.write_lock().try_acquire().await.unwrap().is_none(),
+        "writer got in with a reader"
+    );
+    down.release().await.unwrap();
+    let admin = connect(&hosts).await;
+    assert!(wait_children(&admin, "/locks/rw", 0, LIMIT)
+        .await
+        .is_empty());
+}
+
+#[tokio::test]
+async fn reentry_needs_as_many_releases_and_other_tasks_wait_locally() {
+    let hosts = shared_root("reentry").await;
+    let client = connect(&hosts).await;
+    let lock = FairLock::new(client.clone(), "/locks/re").unwrap();
+    let g1 = lock.acquire().await.unwrap();
+    let g2 = lock
+        .acquire()
+        .await
+        .expect("re-entry from the holding task");
+    assert_eq!(g1.path(), g2.path(), "re-entry made a new node");
+    assert_eq!(g2.hold_count(), 2);
+    assert_eq!(children(&client, "/locks/re").await.len(), 1);
+
+    // Another task sharing the instance waits without touching ZooKeeper.
+    let other = lock.clone();
+    let waiter =
+        tokio::spawn(async move { other.acquire_timeout(Duration::from_millis(300)).await });
+    assert!(waiter.await.unwrap().unwrap_err().is_timeout());
+    assert_eq!(
+        children(&client, "/locks/re").await.len(),
+        1,
+        "waiter created a node"
+    );
+
+    g2.release().await.unwrap();
+    assert_eq!(
+        children(&client, "/locks/re").await.len(),
+        1,
+        "released too early"
+    );
+    let g3 = g1.reenter();
+    g1.release().await.unwrap();
+    assert_eq!(g3.state(), LockState::Held);
+    g3.release().await.unwrap();
+    assert!(
+        children(&client, "/locks/re").await.is_empty(),
+        "node left after last release"
+    );
+
+    let other = lock.clone();
+    let g = tokio::spawn(async move { other.acquire_timeout(LIMIT).await })
+        .await
+        .unwrap()
+        .expect("free again for another task");
+    g.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn try_and_timeout_leave_no_node_behind() {
+    let hosts = shared_root("try_timeout").await;
+    let admin = connect(&hosts).await;
+    let holder = FairLock::new(connect(&hosts).await, "/locks/t").unwrap();
+    let held = holder.acquire().await.unwrap();
+    let other = FairLock::new(connect(&hosts).await, "/locks/t").unwrap();
+
+    assert!(other.try_acquire().await.unwrap().is_none());
+    assert_eq!(
+        children(&admin, "/locks/t").await.len(),
+        1,
+        "try_acquire left its node"
+    );
+
+    let err = other
+        .acquire_timeout(Duration::from_millis(200))
+        .await
+        .unwrap_err();
+    assert!(err.is_timeout(), "{err}");
+    assert_eq!(
+        wait_children(&admin, "/locks/t", 1, LIMIT).await.len(),
+        1,
+        "timed-out waiter left its node"
+    );
+    held.release().await.unwrap();
+    let g = other.try_acquire().await.unwrap().expect("free lock");
+    g.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn cancelled_acquire_removes_its_node() {
+    let hosts = shared_root("cancel").await;
+    let admin = connect(&hosts).await;
+    let held = FairLock::new(connect(&hosts).await, "/locks/c")
+        .unwrap()
+        .acquire()
+        .await
+        .unwrap();
+    let waiter = FairLock::new(connect(&hosts).await, "/locks/c").unwrap();
+    let task = tokio::spawn(async move { waiter.acquire().await.map(drop) });
+    assert_eq!(wait_children(&admin, "/locks/c", 2, LIMIT).await.len(), 2);
+    task.abort();
+    assert!(task.await.unwrap_err().is_cancelled());
+    assert_eq!(
+        wait_children(&admin, "/locks/c", 1, LIMIT).await.len(),
+        1,
+        "cancelled waiter left an orphan node"
+    );
+    held.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn dropped_guard_releases_in_the_background() {
+    let hosts = shared_root("drop_guard").await;
+    let admin = connect(&hosts).await;
+    let lock = FairLock::new(connect(&hosts).await, "/locks/d").unwrap();
+    drop(lock.acquire().await.unwrap());
+    assert!(wait_children(&admin, "/locks/d", 0, LIMIT).await.is_empty());
+    let g = lock.try_acquire().await.unwrap().expect("free after drop");
+    g.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn exclusive_lock_excludes_and_recovers() {
+    let hosts = shared_root("exclusive").await;
+    let admin = connect(&hosts).await;
+    let a = ExclusiveLock::new(connect(&hosts).await, "/locks/x/node").unwrap();
+    let b = ExclusiveLock::new(connect(&hosts).await, "/locks/x/node").unwrap();
+    let ga = a.acquire().await.unwrap();
+    assert!(b.try_acquire().await.unwrap().is_none());
+    let bt = tokio::spawn(async move { b.acquire_timeout(LIMIT).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    ga.release().await.unwrap();
+    let gb = bt.await.unwrap().expect("second holder after release");
+    assert!(admin.exists("/locks/x/node").await.unwrap().is_some());
+    gb.release().await.unwrap();
+    assert!(admin.exists("/locks/x/node").await.unwrap().is_none());
+}

@@ -137,7 +137,9 @@ pub fn get_vec<T: Record>(buf: &mut Bytes) -> Result<Vec<T>, DecodeError> {
     if count < 0 || count as usize > buf.remaining() {
         return Err(DecodeError::InvalidLength(count));
     }
-    let mut out = Vec::with_capacity((count as usize).min(buf.remaining() / 4));
+    // Every element takes at least one byte, but a decoded element can be larger in memory
+    // than on the wire; cap the up-front reservation so hostile counts amplify nothing.
+    let mut out = Vec::with_capacity((count as usize).min(buf.remaining() / 4).min(1024));
     for _ in 0..count {
         out.push(T::decode(buf)?);
     }

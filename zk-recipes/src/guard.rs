@@ -272,26 +272,39 @@ impl Drop for LockGuard {
 }
 
 /// Watches the session and our node; publishes what the holder can know.
+///
+/// Level-triggered: every turn looks at the session state *now* and compares it with the state
+/// it last acted on, so a transition that happened while it was busy is never missed.
 async fn monitor(client: Client, path: String, tx: watch::Sender<LockState>) {
     let mut states = client.state_watcher();
     let mut watcher = None;
     // Each turn waits for a session change or a node event; the task is aborted on release.
     loop {
-        if watcher.is_none() && client.state() == SessionState::Connected {
+        let now = states.current();
+        if now.is_terminal() {
+            tx.send_replace(LockState::Lost(LossReason::SessionEnded));
+            return;
+        }
+        if now != SessionState::Connected {
+            watcher = None;
+            tx.send_if_modified(|s| replace_if_changed(s, LockState::Suspended));
+        } else if watcher.is_none() {
             match client.exists_watch(&path).await {
                 Ok((Some(_), w)) => {
-                    tx.send_replace(LockState::Held);
                     watcher = Some(Box::pin(w));
+                    tx.send_if_modified(|s| replace_if_changed(s, LockState::Held));
                 }
                 Ok((None, _)) => {
                     tx.send_replace(LockState::Lost(LossReason::NodeDeleted));
                     return;
                 }
-                Err(zk_client::Error::SessionExpired) | Err(zk_client::Error::Closed) => {
-                    tx.send_replace(LockState::Lost(LossReason::SessionEnded));
-                    return;
+                // Connection lost meanwhile: look at the state again.
+                Err(e) if e.is_connection_loss() => continue,
+                // Anything else (say, a server error): retry at a modest pace.
+                Err(_) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                    continue;
                 }
-                Err(_) => {}
             }
         }
         let node_event = async {
@@ -303,30 +316,23 @@ async fn monitor(client: Client, path: String, tx: watch::Sender<LockState>) {
         tokio::select! {
             event = node_event => {
                 watcher = None;
-                match event {
-                    Ok(e) if e.event_type == zk_client::EventType::NodeDeleted => {
+                if let Ok(e) = event {
+                    if e.event_type == zk_client::EventType::NodeDeleted {
                         tx.send_replace(LockState::Lost(LossReason::NodeDeleted));
                         return;
                     }
-                    Ok(_) => {}
-                    Err(_) => {
-                        if matches!(client.state(), SessionState::Expired | SessionState::Closed | SessionState::AuthFailed) {
-                            tx.send_replace(LockState::Lost(LossReason::SessionEnded));
-                            return;
-                        }
-                    }
                 }
             }
-            state = states.changed() => match state {
-                SessionState::Connected => watcher = None,
-                SessionState::Expired | SessionState::Closed | SessionState::AuthFailed => {
-                    tx.send_replace(LockState::Lost(LossReason::SessionEnded));
-                    return;
-                }
-                _ => {
-                    tx.send_replace(LockState::Suspended);
-                }
-            },
+            _ = states.wait_for(|s| s != now) => {}
         }
+    }
+}
+
+fn replace_if_changed(slot: &mut LockState, next: LockState) -> bool {
+    if *slot == next {
+        false
+    } else {
+        *slot = next;
+        true
     }
 }

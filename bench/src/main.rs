@@ -1,0 +1,4 @@
+//! Benchmarks (being written).
+#![forbid(unsafe_code)]
+
+fn main() {}

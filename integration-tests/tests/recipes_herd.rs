@@ -1,0 +1,197 @@
+//! No herd effect: one release wakes exactly the waiters it unblocks, counted on the server.
+//!
+//! Each test runs on its own server so the server-wide `mntr` counters see only its traffic.
+//! ZooKeeper 3.8's `wchs` counts data watches (which is what our waiters set: a getData watch
+//! on the blocking node), and the `zk_sum_node_*_watch_count` summaries of `mntr` grow by the
+//! number of watches each event triggered.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{connect, wait_children};
+use integration_tests::{chroot, fresh_standalone, probe, Server, ZkTarget};
+use tokio::sync::{mpsc, Semaphore};
+use tokio::time::{timeout, Instant};
+use zk_client::Client;
+use zk_recipes::{FairLock, ReadWriteLock};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// Watch notifications the server has sent so far.
+async fn notifications(server: &Server) -> i64 {
+    let mntr = probe::four_letter_word(server.addr(), "mntr", Duration::from_secs(5))
+        .await
+        .expect("mntr");
+    const KEYS: [&str; 4] = [
+        "zk_sum_node_created_watch_count",
+        "zk_sum_node_deleted_watch_count",
+        "zk_sum_node_changed_watch_count",
+        "zk_sum_node_children_watch_count",
+    ];
+    let mut total = 0;
+    let mut found = 0;
+    for line in mntr.lines() {
+        let mut parts = line.split_whitespace();
+        if let (Some(key), Some(value)) = (parts.next(), parts.next()) {
+            if KEYS.contains(&key) {
+                total += value.parse::<i64>().expect("numeric mntr value");
+                found += 1;
+            }
+        }
+    }
+    assert_eq!(found, KEYS.len(), "mntr lacks the watch counters:\n{mntr}");
+    total
+}
+
+/// Polls `wchs` until the server holds exactly `n` data watches.
+async fn wait_watches(server: &Server, n: usize) {
+    let end = Instant::now() + LIMIT;
+    let mut last = String::new();
+    while Instant::now() < end {
+        last = probe::four_letter_word(server.addr(), "wchs", Duration::from_secs(5))
+            .await
+            .expect("wchs");
+        let total = last
+            .lines()
+            .find_map(|l| l.strip_prefix("Total watches:"))
+            .and_then(|v| v.trim().parse::<usize>().ok());
+        if total == Some(n) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("server never held {n} watches; last wchs:\n{last}");
+}
+
+/// Queues `n` waiters (one session each) behind the holder; each reports its index when it
+/// acquires and then waits for a permit of `go` before releasing.
+async fn queue_waiters(
+    hosts: &str,
+    path: &str,
+    n: usize,
+    lock_for: impl Fn(Client, usize) -> FairLock,
+    go: Arc<Semaphore>,
+) -> mpsc::UnboundedReceiver<(usize, Instant)> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let admin = connect(hosts).await;
+    let before = common::children(&admin, path).await.len();
+    for i in 0..n {
+        let lock = lock_for(connect(hosts).await, i);
+        let (tx, go) = (tx.clone(), go.clone());
+        tokio::spawn(async move {
+            let guard = lock.acquire().await.expect("waiter acquires");
+            let _ = tx.send((i, Instant::now()));
+            go.acquire().await.expect("go").forget();
+            guard.release().await.expect("release");
+        });
+        // One at a time, so the queue order is the index order.
+        let queued = wait_children(&admin, path, before + i + 1, LIMIT).await;
+        assert_eq!(queued.len(), before + i + 1, "waiter {i} did not queue");
+    }
+    rx
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_release_wakes_exactly_one_of_fifty_waiters() {
+    let server = fresh_standalone().await;
+    let root = chroot(&server, "herd").await;
+    let hosts = server.hosts(&root);
+    let holder = FairLock::new(connect(&hosts).await, "/herd-mutex").unwrap();
+    let guard = holder.acquire().await.unwrap();
+    const WAITERS: usize = 50;
+    let go = Arc::new(Semaphore::new(0));
+    let mut acquired = queue_waiters(
+        &hosts,
+        "/herd-mutex",
+        WAITERS,
+        |c, _| FairLock::new(c, "/herd-mutex").unwrap(),
+        go.clone(),
+    )
+    .await;
+    // 50 waiters each watch their predecessor, plus the holder's own loss monitor.
+    wait_watches(&server, WAITERS + 1).await;
+
+    let before = notifications(&server).await;
+    let released = Instant::now();
+    guard.release().await.unwrap();
+    let (first, at) = timeout(LIMIT, acquired.recv()).await.unwrap().unwrap();
+    assert_eq!(first, 0, "the head of the queue goes next");
+    // The new holder's monitor replaces the first waiter's watch: 49 + 1.
+    wait_watches(&server, WAITERS).await;
+    let woken = notifications(&server).await - before;
+    println!(
+        "herd: one release of {WAITERS} waiters sent {woken} notification(s); \
+         release-to-next-acquire {:.2?}",
+        at - released
+    );
+    assert_eq!(woken, 1, "a release must wake exactly one waiter");
+    assert!(
+        timeout(Duration::from_millis(200), acquired.recv())
+            .await
+            .is_err(),
+        "a second waiter acquired"
+    );
+
+    go.add_permits(WAITERS);
+    for _ in 1..WAITERS {
+        timeout(LIMIT, acquired.recv()).await.unwrap().unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writers_release_wakes_only_the_readers_it_unblocks() {
+    let server = fresh_standalone().await;
+    let root = chroot(&server, "rwherd").await;
+    let hosts = server.hosts(&root);
+    let writer = ReadWriteLock::new(connect(&hosts).await, "/herd-rw").unwrap();
+    let guard = writer.write_lock().acquire().await.unwrap();
+    // Queue: R0 R1 R2 W3 R4 R5 behind the holding writer.
+    let go = Arc::new(Semaphore::new(0));
+    let mut acquired = queue_waiters(
+        &hosts,
+        "/herd-rw",
+        6,
+        |c, i| {
+            let rw = ReadWriteLock::new(c, "/herd-rw").unwrap();
+            if i == 3 {
+                rw.write_lock().clone()
+            } else {
+                rw.read_lock().clone()
+            }
+        },
+        go.clone(),
+    )
+    .await;
+    // R0..R2 watch the holder, W3 watches R2, R4 and R5 watch W3; plus the holder's monitor.
+    wait_watches(&server, 7).await;
+
+    let before = notifications(&server).await;
+    guard.release().await.unwrap();
+    let mut first = Vec::new();
+    for _ in 0..3 {
+        first.push(timeout(LIMIT, acquired.recv()).await.unwrap().unwrap().0);
+    }
+    first.sort_unstable();
+    assert_eq!(
+        first,
+        vec![0, 1, 2],
+        "exactly the three leading readers hold together"
+    );
+    // Each new reader's monitor adds a watch; the three woken watches are gone: 7 - 3 + 3 - 1.
+    wait_watches(&server, 6).await;
+    let woken = notifications(&server).await - before;
+    println!("rw herd: a writer's release sent {woken} notification(s) to 3 unblocked readers");
+    assert_eq!(woken, 3, "only the readers the release unblocks are woken");
+    assert!(
+        timeout(Duration::from_millis(200), acquired.recv())
+            .await
+            .is_err(),
+        "the writer behind the readers must still wait"
+    );
+    go.add_permits(6);
+    for _ in 3..6 {
+        timeout(LIMIT, acquired.recv()).await.unwrap().unwrap();
+    }
+}

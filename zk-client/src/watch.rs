@@ -108,11 +108,13 @@ impl Default for SessionInfo {
 #[derive(Debug, Clone)]
 pub struct StateWatcher {
     rx: watch::Receiver<SessionInfo>,
+    last: SessionState,
 }
 
 impl StateWatcher {
     pub(crate) fn new(rx: watch::Receiver<SessionInfo>) -> Self {
-        Self { rx }
+        let last = rx.borrow().state;
+        Self { rx, last }
     }
 
     /// The current state.
@@ -121,48 +123,46 @@ impl StateWatcher {
     }
 
     /// Waits until the state differs from the last one this watcher returned (or, the first
-    /// time, from the state at creation) and returns it.
+    /// time, from the state when the watcher was made) and returns it.
     ///
     /// Once the state is terminal this returns the terminal state at once, every time.
     pub async fn changed(&mut self) -> SessionState {
-        let seen = self.rx.borrow_and_update().state;
         loop {
-            if seen.is_terminal() {
-                return seen;
+            let state = self.rx.borrow_and_update().state;
+            if state != self.last || state.is_terminal() {
+                self.last = state;
+                return state;
             }
             if self.rx.changed().await.is_err() {
                 // The driver is gone: its last published state is final.
                 let state = self.rx.borrow().state;
-                return if state.is_terminal() {
+                self.last = if state.is_terminal() {
                     state
                 } else {
                     SessionState::Closed
                 };
-            }
-            let state = self.rx.borrow_and_update().state;
-            if state != seen {
-                return state;
+                return self.last;
             }
         }
     }
 
-    /// Waits until `pred` holds for the current state and returns it.
+    /// Waits until `pred` holds for the current state (or the state is terminal) and
+    /// returns it.
     pub async fn wait_for(&mut self, mut pred: impl FnMut(SessionState) -> bool) -> SessionState {
         loop {
             let state = self.rx.borrow_and_update().state;
-            if pred(state) {
-                return state;
-            }
-            if state.is_terminal() {
+            if pred(state) || state.is_terminal() {
+                self.last = state;
                 return state;
             }
             if self.rx.changed().await.is_err() {
                 let state = self.rx.borrow().state;
-                return if state.is_terminal() {
+                self.last = if state.is_terminal() {
                     state
                 } else {
                     SessionState::Closed
                 };
+                return self.last;
             }
         }
     }

@@ -17,7 +17,7 @@ const KEYS: usize = 10;
 /// the server state in call order, then checks every reply.
 fn pipeline(c: &Client, n: usize) -> Vec<Check> {
     let mut values: Vec<String> = vec!["init".into(); KEYS];
-    let mut versions = vec![0i32; KEYS];
+    let mut versions = [0i32; KEYS];
     let mut next_seq = 0u32;
     let mut checks: Vec<Check> = Vec::with_capacity(n);
     for i in 0..n {

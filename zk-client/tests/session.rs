@@ -1,0 +1,238 @@
+//! Driver and public API against a scripted fake server: handshake, pings, dead
+//! connections, reconnects, expiry, close, read-only moves.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{encode, within, FakeServer, First};
+use zk_client::{Client, Error, SessionState};
+use zk_proto::records::{GetDataRequest, GetDataResponse};
+use zk_proto::{decode_exact, xid, ErrorCode, OpCode, Stat};
+
+async fn connect(server: &FakeServer, session_id: i64, timeout_ms: i32) -> (Client, support::Conn) {
+    let addr = server.addr();
+    let client = tokio::spawn(async move {
+        Client::builder(&addr)
+            .session_timeout(Duration::from_millis(timeout_ms as u64))
+            .connect()
+            .await
+    });
+    let (conn, req) = server.accept_session(session_id, timeout_ms).await;
+    assert_eq!(req.session_id, 0);
+    let client = within("connect", client).await.unwrap().unwrap();
+    (client, conn)
+}
+
+fn data_reply(data: &[u8]) -> Vec<u8> {
+    encode(&GetDataResponse {
+        data: bytes::Bytes::copy_from_slice(data),
+        stat: Stat::default(),
+    })
+    .to_vec()
+}
+
+#[tokio::test]
+async fn handshake_then_pings_while_idle() {
+    let server = FakeServer::start().await;
+    let (client, mut conn) = connect(&server, 0x1234, 900).await;
+    assert_eq!(client.state(), SessionState::Connected);
+    assert_eq!(client.session_id(), 0x1234);
+    assert_eq!(&client.session_password()[..], b"fake-password-16");
+    assert_eq!(client.negotiated_timeout(), Duration::from_millis(900));
+    for _ in 0..3 {
+        let ping = within("ping", conn.read_request()).await.unwrap();
+        assert_eq!((ping.xid, ping.op), (xid::PING, OpCode::Ping.as_i32()));
+        conn.reply(xid::PING, 0, ErrorCode::Ok, &[]).await;
+    }
+    assert_eq!(
+        client.state(),
+        SessionState::Connected,
+        "answered pings keep it alive"
+    );
+}
+
+#[tokio::test]
+async fn a_silent_server_is_dropped_and_the_session_resumed_elsewhere() {
+    let server = FakeServer::start().await;
+    let (client, mut conn) = connect(&server, 0x77, 900).await;
+    let call = client.get_data("/a");
+    let req = conn.read_non_ping().await.unwrap();
+    assert_eq!(req.op, OpCode::GetData.as_i32());
+    let mut states = client.state_watcher();
+    // Say nothing: the client gives up on this connection after the read timeout.
+    conn.expect_eof().await;
+    assert!(matches!(
+        within("call", call).await,
+        Err(Error::ConnectionLoss)
+    ));
+    assert_eq!(
+        within("state", states.changed()).await,
+        SessionState::Disconnected
+    );
+    let mut conn = server.accept().await;
+    let req = conn.read_connect().await;
+    assert_eq!(req.session_id, 0x77);
+    assert_eq!(&req.passwd[..], b"fake-password-16");
+    conn.send_connect(0x77, 900, false).await;
+    assert_eq!(
+        within("state", states.changed()).await,
+        SessionState::Connected
+    );
+}
+
+#[tokio::test]
+async fn expired_answer_on_reconnect_is_terminal() {
+    let server = FakeServer::start().await;
+    let (client, conn) = connect(&server, 0x5, 3000).await;
+    let (_, _, watcher) = {
+        let mut conn = conn;
+        let call = client.get_data_watch("/w");
+        let req = conn.read_non_ping().await.unwrap();
+        conn.reply(req.xid, 10, ErrorCode::Ok, &data_reply(b""))
+            .await;
+        let result = within("watch", call).await.unwrap();
+        drop(conn); // the server goes away
+        result
+    };
+    let mut conn = server.accept().await;
+    let req = conn.read_connect().await;
+    assert_eq!((req.session_id, req.last_zxid_seen), (0x5, 10));
+    let queued = client.exists("/x");
+    conn.send_connect(0, 0, false).await;
+    assert!(matches!(
+        within("watcher", watcher).await,
+        Err(Error::SessionExpired)
+    ));
+    assert!(matches!(
+        within("queued", queued).await,
+        Err(Error::SessionExpired)
+    ));
+    assert_eq!(client.state(), SessionState::Expired);
+    assert!(matches!(
+        client.get_data("/").await,
+        Err(Error::SessionExpired)
+    ));
+}
+
+#[tokio::test]
+async fn out_of_order_reply_resets_the_connection() {
+    let server = FakeServer::start().await;
+    let (client, mut conn) = connect(&server, 0x9, 10_000).await;
+    let first = client.get_data("/1");
+    let second = client.get_data("/2");
+    let a = conn.read_non_ping().await.unwrap();
+    let b = conn.read_non_ping().await.unwrap();
+    assert_eq!(b.xid, a.xid + 1);
+    conn.reply(b.xid, 1, ErrorCode::Ok, &data_reply(b"2")).await;
+    conn.expect_eof().await;
+    assert!(matches!(
+        within("first", first).await,
+        Err(Error::ConnectionLoss)
+    ));
+    assert!(matches!(
+        within("second", second).await,
+        Err(Error::ConnectionLoss)
+    ));
+    let (mut conn, req) = server.accept_session(0x9, 10_000).await;
+    assert_eq!(req.session_id, 0x9);
+    let again = client.get_data("/1");
+    let r = conn.read_non_ping().await.unwrap();
+    let body: GetDataRequest = decode_exact(r.body).unwrap();
+    assert_eq!(body.path, "/1");
+    conn.reply(r.xid, 2, ErrorCode::Ok, &data_reply(b"1")).await;
+    assert_eq!(&within("again", again).await.unwrap().0[..], b"1");
+}
+
+#[tokio::test]
+async fn an_oversized_frame_resets_the_connection() {
+    let server = FakeServer::start().await;
+    let addr = server.addr();
+    let client =
+        tokio::spawn(async move { Client::builder(&addr).max_frame_len(1024).connect().await });
+    let (mut conn, _) = server.accept_session(0x3, 10_000).await;
+    let client = within("connect", client).await.unwrap().unwrap();
+    let call = client.get_data("/big");
+    let r = conn.read_non_ping().await.unwrap();
+    conn.reply(r.xid, 1, ErrorCode::Ok, &data_reply(&[0; 2048]))
+        .await;
+    assert!(matches!(
+        within("call", call).await,
+        Err(Error::ConnectionLoss)
+    ));
+    conn.expect_eof().await;
+}
+
+#[tokio::test]
+async fn close_sends_close_session_and_waits_for_the_reply() {
+    let server = FakeServer::start().await;
+    let (client, mut conn) = connect(&server, 0x11, 10_000).await;
+    let close = client.close();
+    let req = conn.read_non_ping().await.unwrap();
+    assert_eq!(req.op, OpCode::CloseSession.as_i32());
+    assert_eq!(
+        client.state(),
+        SessionState::Connected,
+        "not closed before the reply"
+    );
+    conn.reply(req.xid, 5, ErrorCode::Ok, &[]).await;
+    within("close", close).await.unwrap();
+    assert_eq!(client.state(), SessionState::Closed);
+    conn.expect_eof().await;
+}
+
+#[tokio::test]
+async fn dropping_the_last_handle_closes_the_session() {
+    let server = FakeServer::start().await;
+    let (client, mut conn) = connect(&server, 0x12, 10_000).await;
+    drop(client);
+    let req = conn.read_non_ping().await.unwrap();
+    assert_eq!(req.op, OpCode::CloseSession.as_i32());
+    conn.reply(req.xid, 5, ErrorCode::Ok, &[]).await;
+    conn.expect_eof().await;
+}
+
+#[tokio::test]
+async fn read_only_client_moves_to_a_read_write_server_when_one_appears() {
+    let ro = FakeServer::start().await;
+    // The read/write server is down at first: bind, note the port, close.
+    let rw_addr = {
+        let probe = FakeServer::start().await;
+        probe.addr()
+    };
+    let hosts = format!("{},{}", ro.addr(), rw_addr);
+    let client = tokio::spawn(async move {
+        Client::builder(&hosts)
+            .read_only(true)
+            .session_timeout(Duration::from_secs(10))
+            .connect()
+            .await
+    });
+    let mut conn = ro.accept().await;
+    let req = conn.read_connect().await;
+    assert!(req.read_only);
+    conn.send_connect(0x51, 10_000, true).await;
+    let client = within("connect", client).await.unwrap().unwrap();
+    assert_eq!(client.state(), SessionState::ConnectedReadOnly);
+    let mut states = client.state_watcher();
+
+    let rw = FakeServer::bind(&rw_addr).await;
+    // The client probes with `isro` and moves on the first "rw".
+    loop {
+        let mut c = rw.accept().await;
+        match c.read_first().await {
+            First::Isro => c.answer_isro("rw").await,
+            First::Connect(req) => {
+                assert_eq!(req.session_id, 0, "a read-only session is not resumed");
+                c.send_connect(0x52, 10_000, false).await;
+                assert_eq!(
+                    within("state", states.wait_for(|s| s == SessionState::Connected)).await,
+                    SessionState::Connected
+                );
+                assert_eq!(client.session_id(), 0x52);
+                break;
+            }
+        }
+    }
+    drop(conn);
+}

@@ -31,7 +31,7 @@ impl Target {
 
 fn connect_arg() -> Option<String> {
     let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
+    if let Some(arg) = args.next() {
         match arg.as_str() {
             "--connect" => return args.next(),
             "-h" | "--help" => {

@@ -41,3 +41,8 @@ pub mod lock;
 pub use error::{Error, LossReason, Result};
 pub use guard::{LockGuard, LockState};
 pub use lock::{ExclusiveLock, FairLock, ReadWriteLock};
+
+/// The README's examples, compiled (and the runnable ones run) as doctests.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

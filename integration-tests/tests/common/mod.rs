@@ -1,6 +1,8 @@
 //! Helpers shared by the recipe test files (each test file includes this module).
 #![allow(dead_code, unreachable_pub)]
 
+pub mod interop;
+
 use std::time::Duration;
 
 use integration_tests::{chroot, standalone, ZkTarget};

@@ -242,6 +242,10 @@ impl Driver {
 
     fn publish(&mut self) {
         if let Some(info) = self.session.poll_info() {
+            if info.session_id != self.info.borrow().session_id {
+                tracing::Span::current()
+                    .record("session_id", format_args!("{:#x}", info.session_id));
+            }
             self.info.send_replace(info);
         }
     }

@@ -145,7 +145,11 @@ impl Client {
         let (tx, rx) = mpsc::unbounded_channel();
         let (info_tx, info_rx) = watch::channel(SessionInfo::default());
         let driver = Driver::new(session, hosts, rx, info_tx, b.max_frame_len);
-        let span = tracing::debug_span!("zk_session", connect = %b.connect_string);
+        let span = tracing::debug_span!(
+            "zk_session",
+            connect = %b.connect_string,
+            session_id = tracing::field::Empty
+        );
         tokio::spawn(driver.run().instrument(span));
 
         let client = Client {

@@ -13,7 +13,7 @@ use tokio::time::timeout;
 use zk_client::{Client, CreateOptions};
 use zk_recipes::FairLock;
 
-use super::{connect, make_counter};
+use super::{connect, make_counter, read_counter};
 
 const LIMIT: Duration = Duration::from_secs(180);
 const CURATOR_JAR: &str = "/usr/share/java/curator-recipes.jar";
@@ -115,11 +115,11 @@ impl Contender {
 
 /// What the Rust side saw.
 #[derive(Default)]
-pub struct Tally {
+struct Tally {
     /// Critical-section checks that failed.
-    pub violations: AtomicUsize,
+    violations: AtomicUsize,
     /// Rounds in which another library's contender was queued too.
-    pub contended: AtomicUsize,
+    contended: AtomicUsize,
 }
 
 /// A writer's critical section, the same checks as the Java side.
@@ -160,7 +160,7 @@ async fn read_section(client: &Client, tally: &Tally) {
         .expect("remove reader marker");
 }
 
-pub async fn prepare(hosts: &str) -> Client {
+async fn prepare(hosts: &str) -> Client {
     let admin = connect(hosts).await;
     make_counter(&admin, "/counter").await;
     admin
@@ -172,7 +172,7 @@ pub async fn prepare(hosts: &str) -> Client {
 
 /// Runs `rounds` rounds of a Rust locker; notes rounds in which more contenders than
 /// `rust_lockers` were queued (so at least one was Curator's).
-pub async fn rust_rounds(
+async fn rust_rounds(
     client: Client,
     lock: FairLock,
     rounds: usize,
@@ -195,4 +195,63 @@ pub async fn rust_rounds(
         }
         guard.release().await.expect("release");
     }
+}
+
+/// A mixed fleet on one lock: starts the other library's contender processes, runs
+/// `rust_lockers` Rust lockers (`lock_for(session, i)` gives each its lock and whether it
+/// writes) for `rounds` rounds each alongside them, then checks that nobody saw a conflicting
+/// holder, that the counter counts `writes` increments (no lost update), and that the two
+/// libraries really queued together.
+pub async fn contend(
+    hosts: &str,
+    others: Vec<Command>,
+    rust_lockers: usize,
+    lock_for: impl Fn(Client, usize) -> (FairLock, bool),
+    rounds: usize,
+    writes: usize,
+) {
+    let admin = prepare(hosts).await;
+    let mut processes = Vec::new();
+    for cmd in others {
+        processes.push(Contender::start(cmd).await);
+    }
+    let tally = Arc::new(Tally::default());
+    let mut tasks = Vec::new();
+    for i in 0..rust_lockers {
+        let client = connect(hosts).await;
+        let (lock, write) = lock_for(client.clone(), i);
+        tasks.push(tokio::spawn(rust_rounds(
+            client,
+            lock,
+            rounds,
+            write,
+            rust_lockers,
+            tally.clone(),
+        )));
+    }
+    for task in tasks {
+        task.await.expect("Rust locker");
+    }
+    let mut their_violations = 0;
+    for p in processes {
+        their_violations += p.finish().await;
+    }
+    assert_eq!(
+        their_violations, 0,
+        "the other library saw a conflicting holder"
+    );
+    assert_eq!(
+        tally.violations.load(Ordering::SeqCst),
+        0,
+        "Rust saw a conflicting holder"
+    );
+    assert_eq!(
+        read_counter(&admin, "/counter").await,
+        writes as i64,
+        "lost updates"
+    );
+    assert!(
+        tally.contended.load(Ordering::SeqCst) > 0,
+        "the libraries never queued together: the test proved nothing"
+    );
 }

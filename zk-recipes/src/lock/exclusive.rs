@@ -9,7 +9,9 @@ use tokio::time::Instant;
 use uuid::Uuid;
 use zk_client::{Client, CreateMode, CreateOptions, Stat};
 
-use super::support::{check_base, deadline_after, delete_guaranteed, until, wait_connected};
+use super::support::{
+    check_base, deadline_after, delete_guaranteed, local_permit, until, wait_connected,
+};
 use crate::error::{Error, Result};
 use crate::guard::{Hold, LockGuard};
 
@@ -72,20 +74,8 @@ impl ExclusiveLock {
     }
 
     async fn run(&self, deadline: Option<Instant>, try_only: bool) -> Result<Option<LockGuard>> {
-        let permit = if try_only {
-            match self.local.clone().try_acquire_owned() {
-                Ok(p) => p,
-                Err(_) => return Ok(None),
-            }
-        } else {
-            let local = self.local.clone();
-            until(deadline, async move {
-                local
-                    .acquire_owned()
-                    .await
-                    .map_err(|_| Error::Client(zk_client::Error::Closed))
-            })
-            .await?
+        let Some(permit) = local_permit(&self.local, deadline, try_only).await? else {
+            return Ok(None);
         };
         let guid = Uuid::new_v4();
         let mut cleanup = Cleanup {

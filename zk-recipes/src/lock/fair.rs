@@ -10,7 +10,7 @@ use zk_client::Client;
 
 use super::acquire::{acquire, QueueSpec};
 use super::naming::{Intent, MUTEX_LOCK_NAME};
-use super::support::{check_base, deadline_after, until, Owner};
+use super::support::{check_base, deadline_after, local_permit, Owner};
 use crate::error::{Error, Result};
 use crate::guard::{Hold, LockGuard};
 
@@ -165,20 +165,8 @@ impl FairLock {
         if let Some(guard) = self.current_hold().and_then(|h| h.try_reenter()) {
             return Ok(Some(guard));
         }
-        let permit = if try_only {
-            match self.inner.local.clone().try_acquire_owned() {
-                Ok(p) => p,
-                Err(_) => return Ok(None),
-            }
-        } else {
-            let local = self.inner.local.clone();
-            until(deadline, async move {
-                local
-                    .acquire_owned()
-                    .await
-                    .map_err(|_| Error::Client(zk_client::Error::Closed))
-            })
-            .await?
+        let Some(permit) = local_permit(&self.inner.local, deadline, try_only).await? else {
+            return Ok(None);
         };
         let own_writer = self.inner.companion.as_ref().and_then(|w| {
             let holder = w.holder.lock().ok()?;

@@ -2,8 +2,10 @@
 //! identity and the guaranteed background delete.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tracing::{debug, warn};
 use zk_client::{Client, SessionState};
@@ -125,6 +127,27 @@ pub(crate) async fn find_own(
         }
     }
     Err(Error::Client(zk_client::Error::ConnectionLoss))
+}
+
+/// Takes the instance-local permit that serialises this process's users of one lock
+/// instance: at once (`None` if busy) with `try_only`, else waiting until `deadline`.
+pub(crate) async fn local_permit(
+    local: &Arc<Semaphore>,
+    deadline: Option<Instant>,
+    try_only: bool,
+) -> Result<Option<OwnedSemaphorePermit>> {
+    if try_only {
+        return Ok(local.clone().try_acquire_owned().ok());
+    }
+    let local = local.clone();
+    until(deadline, async move {
+        local
+            .acquire_owned()
+            .await
+            .map(Some)
+            .map_err(|_| Error::Client(zk_client::Error::Closed))
+    })
+    .await
 }
 
 /// Converts an optional timeout into a deadline.

@@ -139,8 +139,11 @@ async fn create_protected(
                             debug!(node = %full, "recovered our node after a lost create reply");
                             return Ok((found, stat));
                         }
-                        // Not ours (an earlier session's): the caller's cleanup can't
-                        // touch it, but it is not in our way for long.
+                        // Found under another session. Curator deletes it and starts over with
+                        // a new guid (CURATOR-498). Our client never moves to a new session
+                        // (expiry is terminal), so a different owner means our session is
+                        // gone: the node is an expired session's and disappears with it, and
+                        // the acquisition cannot continue on this client.
                         Ok(_) => return Err(Error::LockLost(LossReason::SessionEnded)),
                         Err(e) if e.is_connection_loss() => continue,
                         Err(e) => return Err(e.into()),

@@ -156,8 +156,12 @@ async fn client_fails_over_by_itself_when_its_server_dies() {
         }
     })
     .await;
+    let mut states = a.state_watcher();
     ens.kill(on).await;
-    wait_state(&a, "disconnect", |s| s != SessionState::Connected).await;
+    assert_eq!(
+        within("disconnect", states.changed()).await,
+        SessionState::Disconnected
+    );
     wait_state(&a, "reconnect", SessionState::is_connected).await;
     assert_eq!(a.session_id(), id);
     let stat = write_until_done("exists", || a.exists("/eph")).await;

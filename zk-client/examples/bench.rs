@@ -9,7 +9,12 @@ fn cpu_seconds() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     let after = stat.rsplit(')').next().unwrap_or("");
     let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     (ticks(11) + ticks(12)) / 100.0
 }
 
@@ -20,7 +25,10 @@ async fn main() -> zk_client::Result<()> {
     let ops: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let window: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(1000);
     let client = Client::connect(&addr).await?;
-    match client.create("/bench", b"0123456789", &CreateOptions::persistent()).await {
+    match client
+        .create("/bench", b"0123456789", &CreateOptions::persistent())
+        .await
+    {
         Ok(_) | Err(zk_client::Error::NodeExists) => {}
         Err(e) => return Err(e),
     }

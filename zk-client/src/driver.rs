@@ -15,14 +15,14 @@ use std::time::{Duration, Instant};
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{broadcast, mpsc, watch};
 use tokio::time::{sleep, timeout, Sleep};
 use tracing::{debug, trace};
 use zk_proto::frame::decode_frame;
 
 use crate::connect::HostList;
 use crate::session::{Command, Disconnect, Session};
-use crate::watch::SessionInfo;
+use crate::watch::{SessionInfo, SessionState};
 
 /// Read buffer size (and the spare room kept before each read).
 const READ_BUF: usize = 64 * 1024;
@@ -46,6 +46,7 @@ pub(crate) struct Driver {
     rx: mpsc::UnboundedReceiver<Command>,
     rx_closed: bool,
     info: watch::Sender<SessionInfo>,
+    transitions: broadcast::Sender<SessionState>,
     max_frame_len: usize,
     timer: Pin<Box<Sleep>>,
     deadline: Option<Instant>,
@@ -57,6 +58,7 @@ impl Driver {
         hosts: HostList,
         rx: mpsc::UnboundedReceiver<Command>,
         info: watch::Sender<SessionInfo>,
+        transitions: broadcast::Sender<SessionState>,
         max_frame_len: usize,
     ) -> Self {
         Self {
@@ -65,6 +67,7 @@ impl Driver {
             rx,
             rx_closed: false,
             info,
+            transitions,
             max_frame_len,
             timer: Box::pin(sleep(Duration::from_secs(86400))),
             deadline: None,
@@ -242,11 +245,20 @@ impl Driver {
 
     fn publish(&mut self) {
         if let Some(info) = self.session.poll_info() {
-            if info.session_id != self.info.borrow().session_id {
+            let (old_state, old_id) = {
+                let old = self.info.borrow();
+                (old.state, old.session_id)
+            };
+            if info.session_id != old_id {
                 tracing::Span::current()
                     .record("session_id", format_args!("{:#x}", info.session_id));
             }
+            let state = info.state;
             self.info.send_replace(info);
+            if state != old_state {
+                // No receiver is fine: nobody is watching.
+                let _ = self.transitions.send(state);
+            }
         }
     }
 }

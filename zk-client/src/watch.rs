@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::error::{Error, Result};
 use crate::session::Command;
@@ -87,10 +87,15 @@ impl Default for SessionInfo {
     }
 }
 
+/// How many state transitions a [`StateWatcher`] may fall behind before it skips to the
+/// current state.
+pub(crate) const STATE_HISTORY: usize = 64;
+
 /// Follows the session state. Obtained from [`Client::state_watcher`](crate::Client::state_watcher).
 ///
-/// Built on a `tokio::sync::watch` channel: it always sees the latest state, and states that
-/// follow each other quickly may be coalesced.
+/// Every watcher sees every transition made after it was created, in order, even short ones
+/// (a `Disconnected` followed at once by `Connected` is reported as both), unless it falls
+/// more than 64 transitions behind, when it skips to the current state.
 ///
 /// ```no_run
 /// # async fn f(client: zk_client::Client) {
@@ -105,64 +110,84 @@ impl Default for SessionInfo {
 /// }
 /// # }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct StateWatcher {
-    rx: watch::Receiver<SessionInfo>,
+    info: watch::Receiver<SessionInfo>,
+    transitions: broadcast::Receiver<SessionState>,
     last: SessionState,
 }
 
+impl Clone for StateWatcher {
+    fn clone(&self) -> Self {
+        Self {
+            info: self.info.clone(),
+            transitions: self.transitions.resubscribe(),
+            last: self.last,
+        }
+    }
+}
+
 impl StateWatcher {
-    pub(crate) fn new(rx: watch::Receiver<SessionInfo>) -> Self {
-        let last = rx.borrow().state;
-        Self { rx, last }
+    pub(crate) fn new(
+        info: watch::Receiver<SessionInfo>,
+        transitions: broadcast::Receiver<SessionState>,
+    ) -> Self {
+        // Subscribed before reading the state: a transition in between is queued, and
+        // skipped below if the state read already includes it.
+        let last = info.borrow().state;
+        Self {
+            info,
+            transitions,
+            last,
+        }
     }
 
     /// The current state.
     pub fn current(&self) -> SessionState {
-        self.rx.borrow().state
+        self.info.borrow().state
     }
 
-    /// Waits until the state differs from the last one this watcher returned (or, the first
-    /// time, from the state when the watcher was made) and returns it.
+    /// Waits for the next transition after the last state this watcher returned (or, the
+    /// first time, after the state when the watcher was made) and returns the new state.
     ///
     /// Once the state is terminal this returns the terminal state at once, every time.
     pub async fn changed(&mut self) -> SessionState {
         loop {
-            let state = self.rx.borrow_and_update().state;
-            if state != self.last || state.is_terminal() {
+            if self.last.is_terminal() {
+                return self.last;
+            }
+            let state = match self.transitions.recv().await {
+                Ok(state) => state,
+                Err(broadcast::error::RecvError::Lagged(_)) => self.current(),
+                Err(broadcast::error::RecvError::Closed) => {
+                    // The driver is gone: its last published state is final.
+                    let state = self.current();
+                    if state.is_terminal() {
+                        state
+                    } else {
+                        SessionState::Closed
+                    }
+                }
+            };
+            if state != self.last {
                 self.last = state;
                 return state;
-            }
-            if self.rx.changed().await.is_err() {
-                // The driver is gone: its last published state is final.
-                let state = self.rx.borrow().state;
-                self.last = if state.is_terminal() {
-                    state
-                } else {
-                    SessionState::Closed
-                };
-                return self.last;
             }
         }
     }
 
-    /// Waits until `pred` holds for the current state (or the state is terminal) and
-    /// returns it.
+    /// Returns the current state if `pred` holds for it (or it is terminal); otherwise
+    /// waits for the first transition to such a state and returns it.
     pub async fn wait_for(&mut self, mut pred: impl FnMut(SessionState) -> bool) -> SessionState {
+        let state = self.current();
+        if pred(state) || state.is_terminal() {
+            self.last = state;
+            return state;
+        }
         loop {
-            let state = self.rx.borrow_and_update().state;
+            let state = self.changed().await;
             if pred(state) || state.is_terminal() {
-                self.last = state;
                 return state;
-            }
-            if self.rx.changed().await.is_err() {
-                let state = self.rx.borrow().state;
-                self.last = if state.is_terminal() {
-                    state
-                } else {
-                    SessionState::Closed
-                };
-                return self.last;
             }
         }
     }

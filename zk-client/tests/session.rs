@@ -236,3 +236,28 @@ async fn read_only_client_moves_to_a_read_write_server_when_one_appears() {
     }
     drop(conn);
 }
+
+#[tokio::test]
+async fn a_state_watcher_sees_every_transition_even_a_quick_blip() {
+    let server = FakeServer::start().await;
+    let (client, conn) = connect(&server, 0x21, 10_000).await;
+    let mut states = client.state_watcher();
+    drop(conn);
+    let (_conn, req) = server.accept_session(0x21, 10_000).await;
+    assert_eq!(req.session_id, 0x21);
+    // Wait until the blip is over before looking at the watcher.
+    let mut other = client.state_watcher();
+    within(
+        "reconnected",
+        other.wait_for(|s| s == SessionState::Disconnected),
+    )
+    .await;
+    within(
+        "reconnected",
+        other.wait_for(|s| s == SessionState::Connected),
+    )
+    .await;
+    assert_eq!(states.changed().await, SessionState::Disconnected);
+    assert_eq!(states.changed().await, SessionState::Connected);
+    assert_eq!(states.current(), SessionState::Connected);
+}

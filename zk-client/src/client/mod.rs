@@ -20,7 +20,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tracing::Instrument;
 use zk_proto::records::{
     AuthPacket, ClientInfo, GetDataRequest, GetDataResponse, SyncRequest, WhoAmIResponse,
@@ -36,7 +36,7 @@ use crate::path::Chroot;
 use crate::session::{
     timers, Command, Request, Session, SessionConfig, WatchAction, SET_WATCHES_BATCH_BYTES,
 };
-use crate::watch::{SessionInfo, SessionState, StateWatcher};
+use crate::watch::{SessionInfo, SessionState, StateWatcher, STATE_HISTORY};
 
 pub use multi::{Op, OpResult, ReadOp, ReadResult, Transaction};
 pub use options::CreateOptions;
@@ -56,6 +56,8 @@ pub struct Client {
 struct Inner {
     tx: mpsc::UnboundedSender<Command>,
     info: watch::Receiver<SessionInfo>,
+    /// Never read: a template to subscribe `StateWatcher`s from.
+    transitions: broadcast::Receiver<SessionState>,
     chroot: Chroot,
 }
 
@@ -144,7 +146,8 @@ impl Client {
         let session = Session::new(cfg, now());
         let (tx, rx) = mpsc::unbounded_channel();
         let (info_tx, info_rx) = watch::channel(SessionInfo::default());
-        let driver = Driver::new(session, hosts, rx, info_tx, b.max_frame_len);
+        let (transitions_tx, transitions) = broadcast::channel(STATE_HISTORY);
+        let driver = Driver::new(session, hosts, rx, info_tx, transitions_tx, b.max_frame_len);
         let span = tracing::debug_span!(
             "zk_session",
             connect = %b.connect_string,
@@ -156,6 +159,7 @@ impl Client {
             inner: Arc::new(Inner {
                 tx,
                 info: info_rx,
+                transitions,
                 chroot,
             }),
         };
@@ -235,7 +239,10 @@ impl Client {
 
     /// A watcher of the session state.
     pub fn state_watcher(&self) -> StateWatcher {
-        StateWatcher::new(self.inner.info.clone())
+        StateWatcher::new(
+            self.inner.info.clone(),
+            self.inner.transitions.resubscribe(),
+        )
     }
 
     /// Adds credentials to the session (`addAuth`), e.g. `("digest", b"user:password")`.

@@ -242,11 +242,11 @@ async fn a_state_watcher_sees_every_transition_even_a_quick_blip() {
     let server = FakeServer::start().await;
     let (client, conn) = connect(&server, 0x21, 10_000).await;
     let mut states = client.state_watcher();
+    let mut other = client.state_watcher();
     drop(conn);
     let (_conn, req) = server.accept_session(0x21, 10_000).await;
     assert_eq!(req.session_id, 0x21);
-    // Wait until the blip is over before looking at the watcher.
-    let mut other = client.state_watcher();
+    // Wait (with another watcher) until the blip is over before looking at the first.
     within(
         "reconnected",
         other.wait_for(|s| s == SessionState::Disconnected),

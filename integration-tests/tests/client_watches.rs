@@ -308,6 +308,43 @@ async fn dropping_a_persistent_watcher_removes_the_server_watch() {
 }
 
 #[tokio::test]
+async fn dropping_a_one_shot_watcher_removes_the_server_watch() {
+    let server = standalone().await;
+    let (w, c, root) = pair("watch_drop_once").await;
+    c.create("/once", b"", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    let (_, _, first) = w.get_data_watch("/once").await.unwrap();
+    let (_, second) = w.exists_watch("/once").await.unwrap();
+    let watched = |out: &str| out.contains(&format!("{root}/once"));
+    let wchp = || {
+        integration_tests::probe::four_letter_word(server.addr(), "wchp", Duration::from_secs(5))
+    };
+    assert!(watched(&wchp().await.unwrap()));
+    drop(first);
+    w.sync("/").await.unwrap();
+    assert!(
+        watched(&wchp().await.unwrap()),
+        "the exists watcher still needs it"
+    );
+    drop(second);
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    loop {
+        w.sync("/").await.unwrap();
+        if !watched(&wchp().await.unwrap()) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "watch still on the server"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    w.close().await.unwrap();
+    c.close().await.unwrap();
+}
+
+#[tokio::test]
 async fn close_ends_watchers_with_closed() {
     let (w, c, _) = pair("watch_close").await;
     c.create("/z", b"", &CreateOptions::persistent())

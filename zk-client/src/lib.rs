@@ -86,7 +86,9 @@
 //! on a missing node succeeds and watches for its creation). [`Client::add_watch`] returns a
 //! [`PersistentWatcher`] stream. Watches survive reconnects (SetWatches relative to the last
 //! zxid seen), and resolve with the terminal error when the session ends, so they never
-//! hang. Event paths are relative to the chroot. Dropping a watcher drops interest in it.
+//! hang. Event paths are relative to the chroot. Dropping a watcher before its event drops
+//! interest in it: it is not re-registered after a reconnect, and when no other watcher of
+//! the client needs the same server-side watch, the client removes it (`removeWatches`).
 //!
 //! # Errors
 //!

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::error::{Error, Result};
-use crate::session::Command;
+use crate::session::{Command, WatchKind};
 
 pub use zk_proto::records::{AddWatchMode, EventType, WatcherType};
 
@@ -208,21 +208,69 @@ pub struct WatchedEvent {
 /// succeeded (and by [`Client::exists_watch`](crate::Client::exists_watch) on a missing
 /// node too). It survives reconnects: the client re-registers it with the new server.
 ///
+/// ```no_run
+/// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+/// use zk_client::EventType;
+/// let (_data, _stat, watcher) = client.get_data_watch("/config").await?;
+/// let event = watcher.await?;
+/// assert!(matches!(event.event_type, EventType::NodeDataChanged | EventType::NodeDeleted));
+/// # Ok(()) }
+/// ```
+///
 /// # Errors
 ///
 /// Resolves with `Err(SessionExpired)`, `Err(AuthFailed)` or `Err(Closed)` when the session
-/// ends before the event, so it never hangs. Dropping it only drops interest: the server-side
-/// one-shot watch stays until it fires (as in the Java client), and is not re-registered after
-/// a reconnect.
+/// ends before the event, so it never hangs.
+///
+/// # Dropping
+///
+/// Dropping it before its event drops interest: it is not re-registered after a reconnect,
+/// and when no other watcher of this client relies on the same server-side watch, the
+/// client removes that watch (`removeWatches`) so the server stops tracking it.
 #[derive(Debug)]
 #[must_use = "a Watcher does nothing unless awaited"]
 pub struct Watcher {
     rx: oneshot::Receiver<Result<WatchedEvent>>,
+    on_drop: Option<DropHook>,
+}
+
+/// Tells the driver that a watcher went away before its event.
+#[derive(Debug)]
+struct DropHook {
+    commands: mpsc::WeakUnboundedSender<Command>,
+    path: String,
+    kind: WatchKind,
+}
+
+impl DropHook {
+    fn fire(self) {
+        if let Some(tx) = self.commands.upgrade() {
+            let _ = tx.send(Command::DropWatch {
+                path: self.path,
+                kind: self.kind,
+            });
+        }
+    }
 }
 
 impl Watcher {
     pub(crate) fn new(rx: oneshot::Receiver<Result<WatchedEvent>>) -> Self {
-        Self { rx }
+        Self { rx, on_drop: None }
+    }
+
+    /// Arms the drop hook, once the watch is registered.
+    pub(crate) fn armed(
+        mut self,
+        commands: mpsc::WeakUnboundedSender<Command>,
+        path: String,
+        kind: WatchKind,
+    ) -> Self {
+        self.on_drop = Some(DropHook {
+            commands,
+            path,
+            kind,
+        });
+        self
     }
 }
 
@@ -230,9 +278,28 @@ impl Future for Watcher {
     type Output = Result<WatchedEvent>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.rx)
+        let out = Pin::new(&mut self.rx)
             .poll(cx)
-            .map(|r| r.unwrap_or(Err(Error::Closed)))
+            .map(|r| r.unwrap_or(Err(Error::Closed)));
+        if out.is_ready() {
+            self.on_drop = None;
+        }
+        out
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        let Some(hook) = self.on_drop.take() else {
+            return;
+        };
+        // Fired but not polled, or ended by the session: nothing to remove.
+        if !matches!(self.rx.try_recv(), Err(oneshot::error::TryRecvError::Empty)) {
+            return;
+        }
+        // Close first so the driver sees this watcher as dead when it handles the command.
+        self.rx.close();
+        hook.fire();
     }
 }
 
@@ -249,7 +316,7 @@ impl Future for Watcher {
 pub struct PersistentWatcher {
     rx: mpsc::UnboundedReceiver<Result<WatchedEvent>>,
     terminal: Option<Error>,
-    on_drop: Option<(mpsc::WeakUnboundedSender<Command>, String)>,
+    on_drop: Option<DropHook>,
 }
 
 impl PersistentWatcher {
@@ -257,11 +324,16 @@ impl PersistentWatcher {
         rx: mpsc::UnboundedReceiver<Result<WatchedEvent>>,
         commands: mpsc::WeakUnboundedSender<Command>,
         server_path: String,
+        kind: WatchKind,
     ) -> Self {
         Self {
             rx,
             terminal: None,
-            on_drop: Some((commands, server_path)),
+            on_drop: Some(DropHook {
+                commands,
+                path: server_path,
+                kind,
+            }),
         }
     }
 
@@ -310,11 +382,12 @@ impl futures_core::Stream for PersistentWatcher {
 
 impl Drop for PersistentWatcher {
     fn drop(&mut self) {
-        if let Some((weak, path)) = self.on_drop.take() {
-            // Close first so the driver sees this sender as dead when it handles the command.
-            self.rx.close();
-            if let Some(tx) = weak.upgrade() {
-                let _ = tx.send(Command::DropPersistent { path });
+        if let Some(hook) = self.on_drop.take() {
+            if self.terminal.is_none() {
+                // Close first so the driver sees this watcher as dead when it handles the
+                // command.
+                self.rx.close();
+                hook.fire();
             }
         }
     }

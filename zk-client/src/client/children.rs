@@ -2,16 +2,16 @@
 
 use std::future::Future;
 
-use tokio::sync::oneshot;
 use zk_proto::records::{
     GetAllChildrenNumberRequest, GetAllChildrenNumberResponse, GetChildren2Request,
     GetChildren2Response, GetEphemeralsRequest, GetEphemeralsResponse,
 };
 use zk_proto::{decode_exact, OpCode, Stat};
 
+use super::node::one_shot;
 use super::{encode, Client};
 use crate::error::Result;
-use crate::session::{WatchAction, WatchKind, WatchSender};
+use crate::session::WatchKind;
 use crate::watch::Watcher;
 
 impl Client {
@@ -56,16 +56,11 @@ impl Client {
         path: &str,
     ) -> impl Future<Output = Result<(Vec<String>, Stat, Watcher)>> + Send + 'static {
         let reply = self.server_path(path).map(|path| {
-            let (tx, rx) = oneshot::channel();
-            let action = WatchAction::Register {
-                path: path.clone(),
-                kind: WatchKind::Child,
-                sender: WatchSender::Once(tx),
-            };
+            let (action, watcher) = one_shot(self, path.clone(), WatchKind::Child);
             let body = encode(&GetChildren2Request { path, watch: true });
             (
                 self.request(OpCode::GetChildren2, body, Some(action)),
-                Watcher::new(rx),
+                watcher,
             )
         });
         async move {

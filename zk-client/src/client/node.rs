@@ -65,15 +65,17 @@ pub(crate) fn create_op(
     })
 }
 
-/// A one-shot watch registration and the watcher the caller gets when the call succeeds.
-fn one_shot(path: String, kind: WatchKind) -> (WatchAction, Watcher) {
+/// A one-shot watch registration and the watcher the caller gets when the call succeeds
+/// (its drop hook armed, since only then is there a server-side watch to remove).
+pub(crate) fn one_shot(client: &Client, path: String, kind: WatchKind) -> (WatchAction, Watcher) {
     let (tx, rx) = oneshot::channel();
+    let watcher = Watcher::new(rx).armed(client.commands().downgrade(), path.clone(), kind);
     let action = WatchAction::Register {
         path,
         kind,
         sender: WatchSender::Once(tx),
     };
-    (action, Watcher::new(rx))
+    (action, watcher)
 }
 
 /// The parents to create for `path`: `/a/b/c` → `/a`, `/a/b`.
@@ -270,7 +272,7 @@ impl Client {
         path: &str,
     ) -> impl Future<Output = Result<(Option<Stat>, Watcher)>> + Send + 'static {
         let reply = self.server_path(path).map(|path| {
-            let (action, watcher) = one_shot(path.clone(), WatchKind::Exist);
+            let (action, watcher) = one_shot(self, path.clone(), WatchKind::Exist);
             let body = encode(&ExistsRequest { path, watch: true });
             (self.request(OpCode::Exists, body, Some(action)), watcher)
         });
@@ -327,7 +329,7 @@ impl Client {
         path: &str,
     ) -> impl Future<Output = Result<(Bytes, Stat, Watcher)>> + Send + 'static {
         let reply = self.server_path(path).map(|path| {
-            let (action, watcher) = one_shot(path.clone(), WatchKind::Data);
+            let (action, watcher) = one_shot(self, path.clone(), WatchKind::Data);
             let body = encode(&GetDataRequest { path, watch: true });
             (self.request(OpCode::GetData, body, Some(action)), watcher)
         });

@@ -47,7 +47,8 @@ impl Client {
                 kind,
                 sender: WatchSender::Stream(tx),
             };
-            let watcher = PersistentWatcher::new(rx, self.commands().downgrade(), path.clone());
+            let watcher =
+                PersistentWatcher::new(rx, self.commands().downgrade(), path.clone(), kind);
             let body = encode(&AddWatchRequest {
                 path,
                 mode: mode as i32,

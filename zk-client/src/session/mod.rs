@@ -279,7 +279,7 @@ impl Session {
     pub(crate) fn handle_command(&mut self, cmd: Command, now: Instant) {
         match cmd {
             Command::Request(req) => self.submit(req, now),
-            Command::DropPersistent { path } => self.drop_persistent(path, now),
+            Command::DropWatch { path, kind } => self.drop_watch(path, kind, now),
         }
     }
 
@@ -367,24 +367,42 @@ impl Session {
         }
     }
 
-    fn drop_persistent(&mut self, path: String, now: Instant) {
-        let unused = self.watches.prune_path(&path)
-            && !self.pending.registers_watch_on(&path)
-            && !self
+    /// A watcher was dropped: when no other watcher of this client needs the server-side
+    /// watch any more, remove it (`removeWatches`), so the server does not keep firing it.
+    ///
+    /// One-shot data and exist watchers share the server's data watch, and a persistent
+    /// watch also sits in the server's data and child tables, so the server watch goes only
+    /// when no watcher that relies on it is left.
+    fn drop_watch(&mut self, path: String, kind: WatchKind, now: Instant) {
+        let live = self.watches.live(&path);
+        let remove = match kind {
+            WatchKind::Data | WatchKind::Exist => (!live.data_side).then_some(WatcherType::Data),
+            WatchKind::Child => (!live.child_side).then_some(WatcherType::Children),
+            WatchKind::Persistent | WatchKind::PersistentRecursive => {
+                (!live.any).then_some(WatcherType::Any)
+            }
+        };
+        let Some(watcher_type) = remove else {
+            return;
+        };
+        // A request in flight or queued that sets a watch on the path would lose it.
+        let registering = self.pending.registers_watch_on(&path)
+            || self
                 .waiting
                 .iter()
                 .any(|w| w.req.watch.as_ref().is_some_and(|a| a.path() == path));
-        if !unused || !self.is_connected() || self.closing {
+        if registering || !self.is_connected() || self.closing {
             return;
         }
         debug!(
             path,
-            "last watcher dropped: removing the server-side watches"
+            ?watcher_type,
+            "last watcher dropped: removing the server-side watch"
         );
         let mut body = BytesMut::new();
         RemoveWatchesRequest {
             path,
-            watcher_type: WatcherType::Any as i32,
+            watcher_type: watcher_type as i32,
         }
         .encode(&mut body);
         let (reply, _) = oneshot::channel();

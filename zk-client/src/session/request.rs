@@ -14,8 +14,9 @@ pub(crate) enum Command {
     /// A request (including `closeSession`, and `auth`, which the session also keeps and
     /// replays on every reconnect).
     Request(Request),
-    /// A [`PersistentWatcher`](crate::PersistentWatcher) on this server path was dropped.
-    DropPersistent { path: String },
+    /// A [`Watcher`](crate::Watcher) or [`PersistentWatcher`](crate::PersistentWatcher) of
+    /// this kind on this server path was dropped before its event.
+    DropWatch { path: String, kind: WatchKind },
 }
 
 /// An encoded request body with its metadata.

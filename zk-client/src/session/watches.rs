@@ -43,6 +43,17 @@ impl PathWatches {
     }
 }
 
+/// Which server-side watches the live watchers of a path rely on.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Live {
+    /// The server's data watch (one-shot data/exist, persistent, recursive).
+    pub(crate) data_side: bool,
+    /// The server's child watch (one-shot child, persistent).
+    pub(crate) child_side: bool,
+    /// Any watcher at all.
+    pub(crate) any: bool,
+}
+
 /// One SetWatches/SetWatches2 packet to send on reconnect.
 #[derive(Debug)]
 pub(crate) struct SetWatchesBatch {
@@ -211,19 +222,27 @@ impl WatchRegistry {
         self.recount();
     }
 
-    /// Prunes dropped watchers of `server_path`; returns true when no live watcher of any kind
-    /// is left on it (the entry is then gone).
-    pub(crate) fn prune_path(&mut self, server_path: &str) -> bool {
+    /// Prunes dropped watchers of `server_path` and tells which server-side watches its
+    /// live watchers still rely on.
+    pub(crate) fn live(&mut self, server_path: &str) -> Live {
         let Some(entry) = self.paths.get_mut(server_path) else {
-            return true;
+            return Live::default();
         };
         entry.prune();
-        let empty = entry.is_empty();
-        if empty {
+        let persistent = !entry.persistent.is_empty();
+        let live = Live {
+            data_side: !entry.data.is_empty()
+                || !entry.exist.is_empty()
+                || persistent
+                || !entry.recursive.is_empty(),
+            child_side: !entry.child.is_empty() || persistent,
+            any: !entry.is_empty(),
+        };
+        if !live.any {
             self.paths.remove(server_path);
         }
         self.recount();
-        empty
+        live
     }
 
     /// Ends every watch with a terminal error (expiry, close, auth failure).

@@ -325,16 +325,18 @@ fn dropping_the_last_persistent_watcher_removes_the_server_watch() {
     f.sent();
     drop(q);
     f.s.handle_command(
-        Command::DropPersistent {
+        Command::DropWatch {
             path: "/root/q".into(),
+            kind: WatchKind::Persistent,
         },
         f.now,
     );
     assert!(f.sent().is_empty(), "a data watcher still uses /root/q");
     drop(p);
     f.s.handle_command(
-        Command::DropPersistent {
+        Command::DropWatch {
             path: "/root/p".into(),
+            kind: WatchKind::Persistent,
         },
         f.now,
     );
@@ -359,4 +361,55 @@ fn auth_failure_is_terminal() {
     assert!(matches!(later.try_recv(), Ok(Err(Error::AuthFailed))));
     assert!(matches!(w.try_recv(), Ok(Err(Error::AuthFailed))));
     assert_eq!(f.s.state(), SessionState::AuthFailed);
+}
+
+fn removed(f: &mut Fixture) -> Vec<(String, i32)> {
+    f.sent()
+        .iter()
+        .map(Sent::packet)
+        .filter(|p| p.1 == OpCode::RemoveWatches.as_i32())
+        .map(|p| {
+            let r: RemoveWatchesRequest = decode_exact(p.2).unwrap();
+            (r.path, r.watcher_type)
+        })
+        .collect()
+}
+
+#[test]
+fn dropping_one_shot_watchers_removes_only_unused_server_watches() {
+    let mut f = connected();
+    let (_r, data) = f.watch(OpCode::GetData, "/root/a", WatchKind::Data);
+    let (_r, exist) = f.watch(OpCode::Exists, "/root/a", WatchKind::Exist);
+    let (_r, child) = f.watch(OpCode::GetChildren2, "/root/a", WatchKind::Child);
+    for xid in 1..=3 {
+        f.reply(xid, 1, ErrorCode::Ok, b"").unwrap();
+    }
+    f.sent();
+    let drop_watch = |f: &mut Fixture, kind| {
+        f.s.handle_command(
+            Command::DropWatch {
+                path: "/root/a".into(),
+                kind,
+            },
+            f.now,
+        )
+    };
+    drop(data);
+    drop_watch(&mut f, WatchKind::Data);
+    assert!(
+        removed(&mut f).is_empty(),
+        "the exist watcher still uses the data watch"
+    );
+    drop(exist);
+    drop_watch(&mut f, WatchKind::Exist);
+    assert_eq!(
+        removed(&mut f),
+        [("/root/a".to_string(), WatcherType::Data as i32)]
+    );
+    // A watch being set on the path right now would be removed with it: wait.
+    let (_r, _again) = f.watch(OpCode::GetChildren2, "/root/a", WatchKind::Child);
+    f.sent();
+    drop(child);
+    drop_watch(&mut f, WatchKind::Child);
+    assert!(removed(&mut f).is_empty());
 }

@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::{children, connect, make_counter, read_counter, wait_children};
@@ -224,17 +225,43 @@ async fn lock_survives_failover_of_the_holders_server() {
         2
     );
 
-    let mut states = guard.state_watcher();
+    // Record the lock states the holder is told. The channel keeps only the latest value,
+    // but it notifies only on a real change: any notification after `Held` means a
+    // `Suspended` was published, even if `Held` was back before the recorder looked.
+    let mut lock_states = guard.state_watcher();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let recorder = tokio::spawn(async move {
+        while lock_states.changed().await.is_ok() {
+            let s = *lock_states.borrow_and_update();
+            log.lock().unwrap().push(s);
+        }
+    });
+    let mut client_states = holder.state_watcher();
     let victim = member_of(&ens, session).await;
     ens.kill(victim).await;
-    timeout(LIMIT, states.wait_for(|s| *s == LockState::Suspended))
-        .await
-        .expect("suspended when the server died")
-        .unwrap();
-    timeout(LIMIT, states.wait_for(|s| *s == LockState::Held))
-        .await
-        .expect("held again after failover")
-        .unwrap();
+    timeout(
+        LIMIT,
+        client_states.wait_for(|s| s == SessionState::Disconnected),
+    )
+    .await
+    .expect("the client noticed the dead server");
+    timeout(
+        LIMIT,
+        client_states.wait_for(|s| s == SessionState::Connected),
+    )
+    .await
+    .expect("the client reconnected to another member");
+    let end = Instant::now() + LIMIT;
+    while guard.state() != LockState::Held || seen.lock().unwrap().is_empty() {
+        assert!(
+            Instant::now() < end,
+            "lock never held again: {:?}",
+            seen.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    recorder.abort();
     assert_eq!(holder.session_id(), session, "same session after failover");
     assert!(
         holder.exists(guard.path()).await.unwrap().is_some(),

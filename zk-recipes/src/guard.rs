@@ -273,33 +273,46 @@ impl Drop for LockGuard {
 
 /// Watches the session and our node; publishes what the holder can know.
 ///
-/// Level-triggered: every turn looks at the session state *now* and compares it with the state
-/// it last acted on, so a transition that happened while it was busy is never missed.
+/// Driven by the client's ordered session transitions, so even a disconnection that lasts
+/// a millisecond (a fast failover) is published as `Suspended`; `Held` comes back only after
+/// the node has been seen again on the reconnected session.
 async fn monitor(client: Client, path: String, tx: watch::Sender<LockState>) {
     let mut states = client.state_watcher();
+    let mut state = states.current();
     let mut watcher = None;
-    // Each turn waits for a session change or a node event; the task is aborted on release.
+    // Each turn waits for a session transition or a node event; the task is aborted on release.
     loop {
-        let now = states.current();
-        if now.is_terminal() {
+        if state.is_terminal() {
             tx.send_replace(LockState::Lost(LossReason::SessionEnded));
             return;
         }
-        if now != SessionState::Connected {
-            watcher = None;
+        if state != SessionState::Connected {
             tx.send_if_modified(|s| replace_if_changed(s, LockState::Suspended));
-        } else if watcher.is_none() {
-            match client.exists_watch(&path).await {
-                Ok((Some(_), w)) => {
+        } else if watcher.is_none() || *tx.borrow() != LockState::Held {
+            // Arm the node watch (first turn, or after it fired), or confirm the node after
+            // a suspension (the watch itself survives reconnects).
+            let seen = if watcher.is_none() {
+                client.exists_watch(&path).await.map(|(stat, w)| {
                     watcher = Some(Box::pin(w));
+                    stat
+                })
+            } else {
+                client.exists(&path).await
+            };
+            match seen {
+                Ok(Some(_)) => {
                     tx.send_if_modified(|s| replace_if_changed(s, LockState::Held));
                 }
-                Ok((None, _)) => {
+                Ok(None) => {
                     tx.send_replace(LockState::Lost(LossReason::NodeDeleted));
                     return;
                 }
-                // Connection lost meanwhile: look at the state again.
-                Err(e) if e.is_connection_loss() => continue,
+                // The transition that explains it is queued for `changed` below.
+                Err(e) if e.is_connection_loss() => {}
+                Err(e) if e.is_terminal() => {
+                    tx.send_replace(LockState::Lost(LossReason::SessionEnded));
+                    return;
+                }
                 // Anything else (say, a server error): retry at a modest pace.
                 Err(_) => {
                     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
@@ -323,7 +336,7 @@ async fn monitor(client: Client, path: String, tx: watch::Sender<LockState>) {
                     }
                 }
             }
-            _ = states.wait_for(|s| s != now) => {}
+            next = states.changed() => state = next,
         }
     }
 }

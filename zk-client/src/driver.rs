@@ -29,6 +29,15 @@ const READ_BUF: usize = 64 * 1024;
 const MIN_READ_SPACE: usize = 8 * 1024;
 /// Most commands taken from the channel before the socket is looked at again.
 const MAX_DRAIN: usize = 4096;
+/// With at least this many requests in flight after a read, the connection pauses for
+/// [`READ_DEFER`] with its socket deregistered from the reactor. The server has plenty
+/// queued, so reading less often loses no throughput (up to `DEEP_PIPELINE / READ_DEFER`,
+/// 64k replies/s per session, above what one ZooKeeper connection serves), while the task
+/// is no longer woken by every reply segment the server writes: each wake-up handles tens
+/// of replies and the requests they free go out in one write. Shallow pipelines
+/// (sequential calls, a few concurrent callers) never pause.
+const DEEP_PIPELINE: usize = 64;
+const READ_DEFER: Duration = Duration::from_millis(1);
 /// Read-only probing: first pause, doubling up to the max (Java: 100 ms .. 60 s).
 const PROBE_MIN: Duration = Duration::from_millis(100);
 const PROBE_MAX: Duration = Duration::from_secs(5);
@@ -128,15 +137,17 @@ impl Driver {
     }
 
     /// Runs one connection until it drops or the session ends.
-    async fn serve(&mut self, mut stream: TcpStream, index: usize, addr: &str) {
+    async fn serve(&mut self, stream: TcpStream, index: usize, addr: &str) {
         let _ = stream.set_nodelay(true);
-        let (mut rd, mut wr) = stream.split();
+        // `None` while the socket sits out a deep-pipeline pause, deregistered.
+        let mut stream = Some(stream);
         self.session.handle_connected(now());
         let mut rbuf = BytesMut::with_capacity(READ_BUF);
         let mut wbuf = Bytes::new();
         let mut established = false;
         let mut probe: Option<Probe> = None;
         let mut probe_delay = PROBE_MIN;
+        let mut pause = false;
         let reason = loop {
             if wbuf.is_empty() {
                 if let Some(bytes) = self.session.poll_transmit() {
@@ -161,6 +172,32 @@ impl Driver {
                 )));
                 probe_delay = (probe_delay * 2).min(PROBE_MAX);
             }
+            if std::mem::take(&mut pause) {
+                let registered = stream.take().expect("registered");
+                // Flush what the replies just freed; pause only with nothing left to write.
+                while !wbuf.is_empty() {
+                    match registered.try_write(&wbuf) {
+                        Ok(n) => wbuf.advance(n),
+                        Err(_) => break,
+                    }
+                }
+                if !wbuf.is_empty() {
+                    stream = Some(registered);
+                    continue;
+                }
+                let Ok(parked) = registered.into_std() else {
+                    break Disconnect::Transport;
+                };
+                if let Err(reason) = self.sit_out(READ_DEFER).await {
+                    break reason;
+                }
+                match TcpStream::from_std(parked) {
+                    Ok(s) => stream = Some(s),
+                    Err(_) => break Disconnect::Transport,
+                }
+                continue;
+            }
+            let (mut rd, mut wr) = stream.as_mut().expect("registered").split();
             self.arm_timer();
             tokio::select! {
                 r = rd.read_buf(&mut rbuf) => match r {
@@ -169,6 +206,7 @@ impl Driver {
                         if let Err(reason) = self.on_read(&mut rbuf) {
                             break reason;
                         }
+                        pause = self.session.in_flight() >= DEEP_PIPELINE;
                     }
                 },
                 r = wr.write(&wbuf), if !wbuf.is_empty() => match r {
@@ -195,6 +233,29 @@ impl Driver {
         self.session.handle_disconnect(&reason, now());
         self.hosts.on_failure();
         self.publish();
+    }
+
+    /// Deep-pipeline pause: for `pause`, with the socket deregistered so that no arriving
+    /// reply wakes the task, only commands and timers are handled (requests accumulate and
+    /// go out in one write afterwards).
+    async fn sit_out(&mut self, pause: Duration) -> Result<(), Disconnect> {
+        let until = sleep(pause);
+        tokio::pin!(until);
+        loop {
+            self.arm_timer();
+            tokio::select! {
+                () = &mut until => return Ok(()),
+                cmd = self.rx.recv(), if !self.rx_closed => self.on_command(cmd),
+                () = self.timer.as_mut() => {
+                    self.deadline = None;
+                    self.session.handle_timeout(now())?;
+                }
+            }
+            self.publish();
+            if self.session.is_terminal() {
+                return Ok(());
+            }
+        }
     }
 
     fn on_read(&mut self, rbuf: &mut BytesMut) -> Result<(), Disconnect> {
@@ -232,9 +293,17 @@ impl Driver {
         }
     }
 
+    /// Points the timer at the session's next deadline. A deadline that moved later (the
+    /// usual case: every send and receive pushes the ping and read deadlines back) is left
+    /// armed at the earlier instant: the early `handle_timeout` is a no-op and re-arms, so
+    /// the timer is touched about once per ping interval rather than once per request.
     fn arm_timer(&mut self) {
         let deadline = self.session.poll_timeout();
-        if deadline != self.deadline {
+        let keep = match (self.deadline, deadline) {
+            (Some(armed), Some(next)) => armed <= next,
+            (a, b) => a == b,
+        };
+        if !keep {
             self.deadline = deadline;
             let at = deadline.unwrap_or_else(|| now() + Duration::from_secs(86400));
             self.timer

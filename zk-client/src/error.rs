@@ -82,7 +82,8 @@ pub enum Error {
     /// An argument was rejected before anything was sent (e.g. a TTL with a non-TTL mode).
     #[error("invalid argument: {0}")]
     InvalidArgument(&'static str),
-    /// A transport error (connecting).
+    /// A transport error. Reserved: connection problems currently reach callers as
+    /// `ConnectionLoss` (calls) or `Timeout` (the first connect).
     #[error("io error: {0}")]
     Io(Arc<io::Error>),
     /// The server sent bytes that do not decode as the expected record.

@@ -117,3 +117,19 @@ pub use watch::{
 };
 pub use zk_proto::records::{ClientInfo, CreateMode};
 pub use zk_proto::{Acl, ErrorCode, Id, Perms, Stat};
+
+#[cfg(test)]
+mod tests {
+    /// The handles are meant to be shared across tasks and threads.
+    #[test]
+    fn public_types_are_send_and_sync() {
+        fn send_sync<T: Send + Sync + 'static>() {}
+        fn send<T: Send + 'static>() {}
+        send_sync::<crate::Client>();
+        send_sync::<crate::Error>();
+        send_sync::<crate::StateWatcher>();
+        send_sync::<crate::Transaction>();
+        send::<crate::Watcher>();
+        send::<crate::PersistentWatcher>();
+    }
+}

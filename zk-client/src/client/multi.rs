@@ -15,6 +15,17 @@ use crate::error::{Error, Result};
 use crate::path::Chroot;
 
 /// One operation of a transaction. See [`Client::multi`].
+///
+/// ```
+/// use zk_client::{CreateOptions, Op};
+/// let ops = [
+///     Op::check("/config", Some(4)),
+///     Op::set_data("/config", b"v5", Some(4)),
+///     Op::create("/history/v-", b"v5", &CreateOptions::persistent_sequential()),
+///     Op::delete("/stale", None),
+/// ];
+/// # let _ = ops;
+/// ```
 #[derive(Debug, Clone)]
 pub struct Op {
     kind: OpKind,
@@ -190,6 +201,12 @@ impl Transaction {
 }
 
 /// One read of a [`Client::multi_read`].
+///
+/// ```
+/// use zk_client::ReadOp;
+/// let reads = [ReadOp::get_data("/a"), ReadOp::get_children("/b")];
+/// # let _ = reads;
+/// ```
 #[derive(Debug, Clone)]
 pub struct ReadOp {
     path: String,

@@ -216,7 +216,6 @@ impl Session {
     }
 
     /// Requests written and not yet answered.
-    #[cfg(test)]
     pub(crate) fn in_flight(&self) -> usize {
         self.pending.len()
     }

@@ -89,8 +89,12 @@ impl ClientBuilder {
     ///
     /// While connected to one, the state is
     /// [`ConnectedReadOnly`](crate::SessionState::ConnectedReadOnly), writes fail with
-    /// `Server(NotReadOnly)`, and the client keeps probing the other hosts; it moves to a
-    /// read/write server as soon as one answers.
+    /// `Server(NotReadOnly)`, and the client keeps probing the other hosts (the `isro`
+    /// four-letter word, which servers with `readonlymode.enabled` allow; every 100 ms at
+    /// first, backing off to 5 s); it moves to a read/write server as soon as one answers
+    /// `rw`. A session first opened on a read-only server is not resumed on a read/write
+    /// one: the client gets a new session id there, as the Java client does, and
+    /// re-registers its watches on it.
     pub fn read_only(mut self, allowed: bool) -> Self {
         self.read_only = allowed;
         self

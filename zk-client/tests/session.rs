@@ -261,3 +261,26 @@ async fn a_state_watcher_sees_every_transition_even_a_quick_blip() {
     assert_eq!(states.changed().await, SessionState::Connected);
     assert_eq!(states.current(), SessionState::Connected);
 }
+
+#[tokio::test]
+async fn builder_credentials_go_first_and_a_rejection_fails_connect() {
+    let server = FakeServer::start().await;
+    let addr = server.addr();
+    let client = tokio::spawn(async move {
+        Client::builder(&addr)
+            .auth("digest", b"u:p")
+            .connect()
+            .await
+    });
+    let (mut conn, _) = server.accept_session(0x31, 10_000).await;
+    let auth = conn.read_non_ping().await.unwrap();
+    assert_eq!((auth.xid, auth.op), (xid::AUTH, OpCode::Auth.as_i32()));
+    let packet: zk_proto::records::AuthPacket = decode_exact(auth.body).unwrap();
+    assert_eq!(
+        (packet.scheme.as_str(), &packet.auth[..]),
+        ("digest", &b"u:p"[..])
+    );
+    conn.reply(xid::AUTH, 0, ErrorCode::AuthFailed, &[]).await;
+    let res = within("connect", client).await.unwrap();
+    assert!(matches!(res, Err(Error::AuthFailed)), "{res:?}");
+}

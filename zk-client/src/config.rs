@@ -95,6 +95,11 @@ impl ClientBuilder {
     /// `rw`. A session first opened on a read-only server is not resumed on a read/write
     /// one: the client gets a new session id there, as the Java client does, and
     /// re-registers its watches on it.
+    ///
+    /// Server side (measured on 3.8.0): the servers need `readonlymode.enabled=true`, and a
+    /// member without quorum serves read-only sessions only with `localSessionsEnabled=true`;
+    /// otherwise it refuses new sessions (`NotReadOnly`) and closes reconnecting global
+    /// sessions, so the client keeps trying the other hosts.
     pub fn read_only(mut self, allowed: bool) -> Self {
         self.read_only = allowed;
         self

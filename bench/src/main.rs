@@ -92,7 +92,9 @@ impl Ctx {
     }
 }
 
-const ALL: [&str; 8] = ["W1", "W2", "W2x", "W3", "W4", "W5", "codec", "mem"];
+const ALL: [&str; 9] = [
+    "W1", "W2", "W2x", "W3", "W4", "W4bare", "W5", "codec", "mem",
+];
 
 #[derive(Debug, Clone)]
 struct Args {
@@ -101,13 +103,22 @@ struct Args {
     workloads: Vec<String>,
     connect: Option<String>,
     threads: usize,
+    /// Which clients to run (both by default; one alone is for profiling).
+    clients: Vec<Which>,
+    /// Only start a server, print its address, keep it this long (for profiling runs).
+    serve: Option<Duration>,
+    /// Skip the unmeasured warm-up (for syscall counts of one workload alone).
+    no_warmup: bool,
     /// Internal: measure idle-session memory in this (child) process.
     mem_child: Option<Which>,
 }
 
 fn usage() -> &'static str {
-    "usage: bench [--rounds N (>=1, default 3)] [--quick] [--workloads W1,W2,W2x,W3,W4,W5,codec,mem]\n\
-     \x20            [--connect host:port] [--threads N (1 = current-thread runtime, default 1)]"
+    "usage: bench [--rounds N (>=1, default 3)] [--quick] [--workloads W1,W2,W2x,W3,W4,W4bare,W5,codec,mem]\n\
+     \x20            [--connect host:port] [--threads N (1 = current-thread runtime, default 1)]\n\
+     \x20            [--clients both|ours|theirs (one alone: for profiling)]\n\
+     \x20            [--serve SECS (only start a server, print its address, stop it after SECS)]\n\
+     \x20            [--no-warmup (skip the unmeasured warm-up)]"
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -117,6 +128,9 @@ fn parse_args() -> Result<Args, String> {
         workloads: ALL.iter().map(|s| s.to_string()).collect(),
         connect: None,
         threads: 1,
+        clients: vec![Which::Ours, Which::Theirs],
+        serve: None,
+        no_warmup: false,
         mem_child: None,
     };
     let mut it = std::env::args().skip(1);
@@ -132,6 +146,7 @@ fn parse_args() -> Result<Args, String> {
                 }
             }
             "--quick" => args.quick = true,
+            "--no-warmup" => args.no_warmup = true,
             "--workloads" => {
                 let list = value("--workloads")?;
                 let mut chosen = Vec::new();
@@ -149,6 +164,20 @@ fn parse_args() -> Result<Args, String> {
                 if args.threads == 0 {
                     return Err("--threads must be at least 1".into());
                 }
+            }
+            "--clients" => {
+                args.clients = match value("--clients")?.as_str() {
+                    "both" => vec![Which::Ours, Which::Theirs],
+                    "ours" => vec![Which::Ours],
+                    "theirs" => vec![Which::Theirs],
+                    other => return Err(format!("--clients {other}: both, ours or theirs")),
+                }
+            }
+            "--serve" => {
+                let secs: u64 = value("--serve")?
+                    .parse()
+                    .map_err(|e| format!("--serve: {e}"))?;
+                args.serve = Some(Duration::from_secs(secs.clamp(1, 3600)));
             }
             "--mem-child" => {
                 args.mem_child = Some(match value("--mem-child")?.as_str() {
@@ -197,9 +226,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = match args.mem_child {
-        Some(which) => runtime.block_on(mem_child(&args, which)),
-        None => runtime.block_on(run(&args)),
+    let result = match (args.mem_child, args.serve) {
+        (Some(which), _) => runtime.block_on(mem_child(&args, which)),
+        (None, Some(limit)) => runtime.block_on(serve(limit)),
+        (None, None) => runtime.block_on(run(&args)),
     };
     // Clients' background tasks may still hold sockets: do not wait for them.
     runtime.shutdown_timeout(Duration::from_secs(2));
@@ -240,6 +270,7 @@ async fn run(args: &Args) -> Res<()> {
         Sizes::full()
     };
     let started = Instant::now();
+    let load_before = loadavg();
     // Keep the server (if we started it) until the end: dropping it stops it.
     let (server, connect) = match &args.connect {
         Some(c) => (None, c.clone()),
@@ -273,9 +304,34 @@ async fn run(args: &Args) -> Res<()> {
     let _ = tokio::time::timeout(Duration::from_secs(30), remove_tree(&admin, &ctx.root)).await;
     let _ = admin.close().await;
     drop(server);
-    let report = outcome?;
+    let mut report = outcome?;
+    report.load = (load_before, loadavg());
     println!("{}", report.render(args, &ctx, started.elapsed()));
     Ok(())
+}
+
+/// Starts a server, prints its address, keeps it for `limit` (or until stdin closes).
+async fn serve(limit: Duration) -> Res<()> {
+    let server = integration_tests::fresh_standalone().await;
+    println!("{}", server.connect_string());
+    eprintln!("serving for {limit:?}; end earlier by closing stdin (Ctrl-D)");
+    let stdin_closed = tokio::task::spawn_blocking(|| {
+        let mut sink = String::new();
+        while std::io::stdin().read_line(&mut sink).is_ok_and(|n| n > 0) {
+            sink.clear();
+        }
+    });
+    let _ = tokio::time::timeout(limit, stdin_closed).await;
+    drop(server);
+    Ok(())
+}
+
+/// The 1-minute load average (how busy the machine was with other work too).
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".into())
 }
 
 fn runtime_name(threads: usize) -> String {
@@ -293,6 +349,18 @@ struct Report {
     herd: Vec<(Which, Herd)>,
     codec: Vec<(&'static str, Vec<codec::CodecSample>)>,
     mem: Vec<(Which, f64)>,
+    /// 1-minute load average of the machine at the start and at the end.
+    load: (String, String),
+    /// W4 with zk-client and the bench's bare lock (diagnostic).
+    bare: Vec<Sample>,
+    failures: Vec<String>,
+}
+
+impl Report {
+    fn fail(&mut self, what: String) {
+        eprintln!("FAILED: {what}");
+        self.failures.push(what);
+    }
 }
 
 async fn measure_all(args: &Args, ctx: &Ctx) -> Res<Report> {
@@ -302,14 +370,14 @@ async fn measure_all(args: &Args, ctx: &Ctx) -> Res<Report> {
         .filter(|w| wanted(args, w))
         .collect();
 
-    if !client_workloads.is_empty() {
+    if !client_workloads.is_empty() && !args.no_warmup {
         // Warm the server's JIT (and both clients' code paths), unmeasured.
         eprintln!("warm-up ...");
         let warm = Ctx {
             sizes: Sizes::quick(),
             ..ctx.clone()
         };
-        for which in [Which::Ours, Which::Theirs] {
+        for which in order(args, 0) {
             workloads::w1(&warm, which).await?;
             workloads::w2(&warm, which, 1).await?;
         }
@@ -317,49 +385,91 @@ async fn measure_all(args: &Args, ctx: &Ctx) -> Res<Report> {
 
     for round in 0..args.rounds {
         for (i, &w) in client_workloads.iter().enumerate() {
-            for which in order(round + i) {
+            for which in order(args, round + i) {
                 pause().await;
-                let sample = match w {
-                    "W1" => workloads::w1(ctx, which).await,
-                    "W2" => workloads::w2(ctx, which, 1).await,
-                    "W2x" => workloads::w2(ctx, which, ctx.sizes.w2x_sessions).await,
-                    "W3" => workloads::w3(ctx, which, round).await,
-                    _ => workloads::w4(ctx, which, round).await,
+                // In a task of its own, as application code runs: not in `block_on`'s future,
+                // which the current-thread scheduler polls only after a look at the reactor.
+                let task_ctx = ctx.clone();
+                let task = tokio::spawn(async move {
+                    let ctx = &task_ctx;
+                    match w {
+                        "W1" => workloads::w1(ctx, which).await,
+                        "W2" => workloads::w2(ctx, which, 1).await,
+                        "W2x" => workloads::w2(ctx, which, ctx.sizes.w2x_sessions).await,
+                        "W3" => workloads::w3(ctx, which, round).await,
+                        _ => workloads::w4(ctx, which, round).await,
+                    }
+                });
+                let sample = match task.await {
+                    Ok(r) => r,
+                    Err(e) => Err(format!("task: {e}").into()),
+                };
+                match sample {
+                    Ok(sample) => {
+                        eprintln!(
+                            "round {round} {w:<4} {:<16} {:>9.0} ops/s  {:>7.1} us CPU/op ({:>3.0}% sys)  {:>5.2} vol.cs/op  server: {:.2} req/op {:.2} fsync/op",
+                            which.name(),
+                            sample.ops_per_sec(),
+                            sample.cpu_ms_per_1k(),
+                            sample.sys_share() * 100.0,
+                            sample.vcsw_per_op(),
+                            sample.requests_per_op(),
+                            sample.fsyncs_per_op(),
+                        );
+                        report.runs.entry(w).or_default().push((which, sample));
+                    }
+                    Err(e) => report.fail(format!("{w} ({}) round {round}: {e}", which.name())),
                 }
-                .map_err(|e| format!("{w} ({}) round {round}: {e}", which.name()))?;
-                eprintln!(
-                    "round {round} {w:<4} {:<16} {:>9.0} ops/s  {:>7.1} us CPU/op  {:>5.2} vol.cs/op",
-                    which.name(),
-                    sample.ops_per_sec(),
-                    sample.cpu_ms_per_1k(),
-                    sample.vcsw_per_op(),
-                );
-                report.runs.entry(w).or_default().push((which, sample));
+            }
+        }
+        if wanted(args, "W4bare") {
+            pause().await;
+            let task_ctx = ctx.clone();
+            let task = tokio::spawn(async move { workloads::w4_bare(&task_ctx, round).await });
+            match task.await {
+                Ok(Ok(sample)) => {
+                    eprintln!(
+                        "round {round} W4bare zk-client+bare lock {:>9.0} ops/s  {:>7.1} us CPU/op  server: {:.2} req/op {:.2} fsync/op",
+                        sample.ops_per_sec(),
+                        sample.cpu_ms_per_1k(),
+                        sample.requests_per_op(),
+                        sample.fsyncs_per_op(),
+                    );
+                    report.bare.push(sample);
+                }
+                Ok(Err(e)) => report.fail(format!("W4bare round {round}: {e}")),
+                Err(e) => report.fail(format!("W4bare round {round}: task: {e}")),
             }
         }
         if wanted(args, "W5") {
-            for which in order(round) {
+            for which in order(args, round) {
                 pause().await;
-                let herd = workloads::w5(ctx, which, round)
-                    .await
-                    .map_err(|e| format!("W5 ({}) round {round}: {e}", which.name()))?;
-                eprintln!(
-                    "round {round} W5   {:<16} notifications per release {:?}, hand-off {:?}",
-                    which.name(),
-                    herd.notifications,
-                    herd.handoff
-                );
-                report.herd.push((which, herd));
+                match workloads::w5(ctx, which, round).await {
+                    Ok(herd) => {
+                        eprintln!(
+                            "round {round} W5   {:<16} notifications per release {:?}, hand-off {:?}",
+                            which.name(),
+                            herd.notifications,
+                            herd.handoff
+                        );
+                        report.herd.push((which, herd));
+                    }
+                    Err(e) => report.fail(format!("W5 ({}) round {round}: {e}", which.name())),
+                }
             }
         }
         if wanted(args, "mem") {
-            for which in order(round) {
-                let kib = mem_in_child(args, ctx, which).await?;
-                eprintln!(
-                    "round {round} mem  {:<16} {kib:.1} KiB per idle session",
-                    which.name()
-                );
-                report.mem.push((which, kib));
+            for which in order(args, round) {
+                match mem_in_child(args, ctx, which).await {
+                    Ok(kib) => {
+                        eprintln!(
+                            "round {round} mem  {:<16} {kib:.1} KiB per idle session",
+                            which.name()
+                        );
+                        report.mem.push((which, kib));
+                    }
+                    Err(e) => report.fail(format!("mem ({}) round {round}: {e}", which.name())),
+                }
             }
         }
     }
@@ -381,13 +491,13 @@ async fn measure_all(args: &Args, ctx: &Ctx) -> Res<Report> {
     Ok(report)
 }
 
-/// Alternates which client goes first.
-fn order(n: usize) -> [Which; 2] {
-    if n.is_multiple_of(2) {
-        [Which::Ours, Which::Theirs]
-    } else {
-        [Which::Theirs, Which::Ours]
+/// The clients to run, alternating which goes first.
+fn order(args: &Args, n: usize) -> Vec<Which> {
+    let mut v = args.clients.clone();
+    if !n.is_multiple_of(2) {
+        v.reverse();
     }
+    v
 }
 
 /// Lets the server settle (session closes, background deletes) between runs.
@@ -422,6 +532,13 @@ async fn remove_tree(client: &zk_client::Client, path: &str) -> Res<()> {
 /// memory is reused by the other.
 async fn mem_in_child(args: &Args, ctx: &Ctx, which: Which) -> Res<f64> {
     let exe = std::env::current_exe()?;
+    if !exe.exists() {
+        return Err(format!(
+            "{} was replaced while running (a rebuild?): run a copy of the binary",
+            exe.display()
+        )
+        .into());
+    }
     let mut cmd = std::process::Command::new(exe);
     cmd.args(["--mem-child", which.tag(), "--connect", &ctx.connect])
         .args(["--threads", &args.threads.to_string()]);
@@ -556,20 +673,51 @@ fn describe(workload: &str, s: &Sizes) -> String {
     }
 }
 
-fn medians(samples: &[(Which, Sample)], which: Which) -> (f64, f64, f64, f64, f64) {
-    let pick = |f: fn(&Sample) -> f64| -> Vec<f64> {
-        samples
-            .iter()
-            .filter(|(w, _)| *w == which)
-            .map(|(_, s)| f(s))
-            .collect()
-    };
-    let mut ops = pick(Sample::ops_per_sec);
-    let mut cpu = pick(Sample::cpu_ms_per_1k);
-    let mut cs = pick(Sample::vcsw_per_op);
-    let lo = ops.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = ops.iter().copied().fold(0.0, f64::max);
-    (median(&mut ops), median(&mut cpu), median(&mut cs), lo, hi)
+/// Medians over the rounds of one client's samples of one workload.
+struct Summary {
+    ops: f64,
+    ops_lo: f64,
+    ops_hi: f64,
+    cpu: f64,
+    sys: f64,
+    vcsw: f64,
+    requests: f64,
+    rounds: usize,
+}
+
+fn summarize<'a>(samples: impl Iterator<Item = &'a Sample>) -> Summary {
+    let samples: Vec<&Sample> = samples.collect();
+    let pick = |f: fn(&Sample) -> f64| -> Vec<f64> { samples.iter().map(|s| f(s)).collect() };
+    let ops = pick(Sample::ops_per_sec);
+    Summary {
+        ops_lo: ops.iter().copied().fold(f64::INFINITY, f64::min),
+        ops_hi: ops.iter().copied().fold(0.0, f64::max),
+        ops: median(&mut ops.clone()),
+        cpu: median(&mut pick(Sample::cpu_ms_per_1k)),
+        sys: median(&mut pick(Sample::sys_share)),
+        vcsw: median(&mut pick(Sample::vcsw_per_op)),
+        requests: median(&mut pick(Sample::requests_per_op)),
+        rounds: samples.len(),
+    }
+}
+
+fn of(samples: &[(Which, Sample)], which: Which) -> Summary {
+    summarize(samples.iter().filter(|(w, _)| *w == which).map(|(_, s)| s))
+}
+
+fn row(out: &mut String, workload: &str, client: &str, s: &Summary, tail: &str) {
+    use std::fmt::Write as _;
+    let _ = writeln!(
+        out,
+        "| {workload} | {client} | {:.0} ({:.0}..{:.0}) | {:.1} | {:.0}% | {:.2} | {:.2} | {tail}",
+        s.ops,
+        s.ops_lo,
+        s.ops_hi,
+        s.cpu,
+        s.sys * 100.0,
+        s.vcsw,
+        s.requests
+    );
 }
 
 impl Report {
@@ -592,47 +740,49 @@ impl Report {
         if !self.runs.is_empty() {
             let _ = writeln!(
                 out,
-                "| workload | client | ops/s | client CPU ms / 1k ops | vol. ctx switches / op | ops/s ours/theirs | CPU ours/theirs | target | met |"
+                "| workload | client | ops/s median (min..max) | client CPU ms / 1k ops | of it kernel | voluntary ctx switches / op | server requests / op | ops/s ours/theirs | CPU/op ours/theirs | target | met |"
             );
-            let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---|---|");
+            let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|");
             for w in ["W1", "W2", "W2x", "W3", "W4"] {
                 let Some(samples) = self.runs.get(w) else {
                     continue;
                 };
-                let (o_ops, o_cpu, o_cs, o_lo, o_hi) = medians(samples, Which::Ours);
-                let (t_ops, t_cpu, t_cs, t_lo, t_hi) = medians(samples, Which::Theirs);
-                let (ro, rc) = (o_ops / t_ops, o_cpu / t_cpu);
+                let ours = of(samples, Which::Ours);
+                let theirs = of(samples, Which::Theirs);
+                let (ro, rc) = (ours.ops / theirs.ops, ours.cpu / theirs.cpu);
                 let t = target(w);
-                let _ = writeln!(
-                    out,
-                    "| {} | {} | {:.0} ({:.0}..{:.0}) | {:.1} | {:.2} | **{:.2}x** | **{:.2}x** | {} | {} |",
-                    describe(w, s),
-                    Which::Ours.name(),
-                    o_ops,
-                    o_lo,
-                    o_hi,
-                    o_cpu,
-                    o_cs,
-                    ro,
-                    rc,
-                    t.text,
-                    if (t.check)(ro, rc) { "yes" } else { "**no**" }
-                );
-                let _ = writeln!(
-                    out,
-                    "| | {} | {:.0} ({:.0}..{:.0}) | {:.1} | {:.2} | | | | |",
-                    Which::Theirs.name(),
-                    t_ops,
-                    t_lo,
-                    t_hi,
-                    t_cpu,
-                    t_cs
-                );
+                let met = if ours.rounds == 0 || theirs.rounds == 0 {
+                    "-"
+                } else if (t.check)(ro, rc) {
+                    "yes"
+                } else {
+                    "**no**"
+                };
+                let tail = format!("**{ro:.2}x** | **{rc:.2}x** | {} | {met} |", t.text);
+                row(&mut out, &describe(w, s), Which::Ours.name(), &ours, &tail);
+                row(&mut out, "", Which::Theirs.name(), &theirs, "| | | |");
+                if w == "W4" && !self.bare.is_empty() {
+                    let bare = summarize(self.bare.iter());
+                    let tail = format!(
+                        "{:.2}x | {:.2}x | (diagnostic) | |",
+                        bare.ops / theirs.ops,
+                        bare.cpu / theirs.cpu
+                    );
+                    row(
+                        &mut out,
+                        "",
+                        "zk-client + bare lock in bench/",
+                        &bare,
+                        &tail,
+                    );
+                }
             }
             let _ = writeln!(
                 out,
-                "\nops/s: median (min..max over rounds). CPU: user+sys of the whole bench process (getrusage) during the measured part. \
-                 W4 release: zk-recipes waits for the delete's reply; zookeeper-client drops its LockClient and deletes in a background task (does not wait)."
+                "\nops/s: median (min..max) over rounds. CPU: user+sys of the whole bench process (getrusage) during the measured part; \
+                 ms per 1,000 ops = µs per op. Server requests: increase of mntr's zk_packets_received per op. \
+                 W4 release: zk-recipes waits for the delete's reply; zookeeper-client drops its LockClient and deletes in a background task (does not wait). \
+                 The bare lock (diagnostic) is zk-client with a minimal lock in bench/src/workloads.rs: no loss monitor, release waits for the delete."
             );
         }
         if !self.herd.is_empty() {
@@ -697,6 +847,12 @@ impl Report {
                     .map(|(_, k)| *k)
                     .collect();
                 let _ = writeln!(out, "| {} | {:.1} |", which.name(), median(&mut v));
+            }
+        }
+        if !self.failures.is_empty() {
+            let _ = writeln!(out, "\nFailed runs (left out of the medians):");
+            for f in &self.failures {
+                let _ = writeln!(out, "- {f}");
             }
         }
         if !self.codec.is_empty() {

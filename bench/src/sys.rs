@@ -16,8 +16,14 @@ pub(crate) struct Sample {
     pub(crate) wall: Duration,
     /// user + sys CPU time of the whole process during the measured part.
     pub(crate) cpu: Duration,
+    /// The kernel's part of `cpu` (system time).
+    pub(crate) sys: Duration,
     /// Voluntary context switches (the process went to sleep waiting for something).
     pub(crate) vcsw: i64,
+    /// Requests the server received (`zk_packets_received` of `mntr`) during the run.
+    pub(crate) server_packets: Option<f64>,
+    /// Log fsyncs of the server (`zk_cnt_fsynctime`) during the run.
+    pub(crate) server_fsyncs: Option<f64>,
 }
 
 impl Sample {
@@ -30,58 +36,107 @@ impl Sample {
         self.cpu.as_secs_f64() * 1e6 / (self.ops.max(1) as f64)
     }
 
+    /// Share of the CPU time spent in the kernel (0..1).
+    pub(crate) fn sys_share(&self) -> f64 {
+        self.sys.as_secs_f64() / self.cpu.as_secs_f64().max(1e-9)
+    }
+
     pub(crate) fn vcsw_per_op(&self) -> f64 {
         self.vcsw as f64 / (self.ops.max(1) as f64)
+    }
+
+    /// Requests the server received per operation (NaN when unknown).
+    pub(crate) fn requests_per_op(&self) -> f64 {
+        self.server_packets.unwrap_or(f64::NAN) / (self.ops.max(1) as f64)
+    }
+
+    /// Server log fsyncs per operation (NaN when unknown).
+    pub(crate) fn fsyncs_per_op(&self) -> f64 {
+        self.server_fsyncs.unwrap_or(f64::NAN) / (self.ops.max(1) as f64)
     }
 }
 
 #[derive(Debug, Clone, Copy)]
 struct Usage {
     cpu: Duration,
+    sys: Duration,
     vcsw: i64,
 }
 
 fn usage() -> Usage {
     match getrusage(UsageWho::RUSAGE_SELF) {
         Ok(u) => {
+            let sys = u.system_time().num_microseconds().max(0) as u64;
             let micros = u.user_time().num_microseconds() + u.system_time().num_microseconds();
             Usage {
                 cpu: Duration::from_micros(micros.max(0) as u64),
+                sys: Duration::from_micros(sys),
                 vcsw: u.voluntary_context_switches(),
             }
         }
         Err(_) => Usage {
             cpu: Duration::ZERO,
+            sys: Duration::ZERO,
             vcsw: 0,
         },
     }
 }
 
-/// Measures the process around the measured part of a workload.
+/// Measures the process (and the server's request and fsync counters) around the measured
+/// part of a workload. The counters are read outside the timed span.
 #[derive(Debug)]
 pub(crate) struct Meter {
+    addr: SocketAddr,
+    server: Option<(f64, f64)>,
     start: Instant,
     usage: Usage,
 }
 
 impl Meter {
-    pub(crate) fn start() -> Meter {
+    pub(crate) async fn start(addr: SocketAddr) -> Meter {
+        let server = server_counters(addr).await;
         Meter {
+            addr,
+            server,
             usage: usage(),
             start: Instant::now(),
         }
     }
 
-    pub(crate) fn stop(self, ops: u64) -> Sample {
+    pub(crate) async fn stop(self, ops: u64) -> Sample {
         let wall = self.start.elapsed();
         let end = usage();
+        let server = server_counters(self.addr).await;
+        let (server_packets, server_fsyncs) = match (self.server, server) {
+            (Some((p0, f0)), Some((p1, f1))) => (Some(p1 - p0), Some(f1 - f0)),
+            _ => (None, None),
+        };
         Sample {
             ops,
             wall,
             cpu: end.cpu.saturating_sub(self.usage.cpu),
+            sys: end.sys.saturating_sub(self.usage.sys),
             vcsw: end.vcsw - self.usage.vcsw,
+            server_packets,
+            server_fsyncs,
         }
     }
+}
+
+/// `zk_packets_received` and `zk_cnt_fsynctime` from one `mntr`, if the server answers.
+async fn server_counters(addr: SocketAddr) -> Option<(f64, f64)> {
+    let out = integration_tests::probe::four_letter_word(addr, "mntr", Duration::from_secs(5))
+        .await
+        .ok()?;
+    let value = |key: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+    };
+    Some((
+        value("zk_packets_received\t")?,
+        value("zk_cnt_fsynctime\t")?,
+    ))
 }
 
 /// Resident set size of this process in KiB (`VmRSS` of /proc/self/status).

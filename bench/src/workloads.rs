@@ -133,7 +133,7 @@ pub(crate) async fn w1(ctx: &Ctx, which: Which) -> Res<Sample> {
         Which::Ours => {
             let c = connect_ours(ctx).await?;
             c.get_data(&path).await?;
-            let m = Meter::start();
+            let m = Meter::start(ctx.addr).await;
             bounded(ctx.limits.workload, "W1", async {
                 for _ in 0..n {
                     c.get_data(&path).await?;
@@ -141,14 +141,14 @@ pub(crate) async fn w1(ctx: &Ctx, which: Which) -> Res<Sample> {
                 Ok(())
             })
             .await?;
-            let s = m.stop(n as u64);
+            let s = m.stop(n as u64).await;
             close_ours(vec![c]).await;
             Ok(s)
         }
         Which::Theirs => {
             let c = connect_theirs(ctx).await?;
             c.get_data(&path).await?;
-            let m = Meter::start();
+            let m = Meter::start(ctx.addr).await;
             bounded(ctx.limits.workload, "W1", async {
                 for _ in 0..n {
                     c.get_data(&path).await?;
@@ -156,7 +156,7 @@ pub(crate) async fn w1(ctx: &Ctx, which: Which) -> Res<Sample> {
                 Ok(())
             })
             .await?;
-            Ok(m.stop(n as u64))
+            Ok(m.stop(n as u64).await)
         }
     }
 }
@@ -178,7 +178,7 @@ pub(crate) async fn w2(ctx: &Ctx, which: Which, sessions_n: usize) -> Res<Sample
                 c.get_data(&path).await?;
             }
             ours_clients = clients.clone();
-            m = Meter::start();
+            m = Meter::start(ctx.addr).await;
             for c in clients {
                 let path = path.clone();
                 tasks.spawn(async move { pipeline(per, window, || c.get_data(&path)).await });
@@ -190,7 +190,7 @@ pub(crate) async fn w2(ctx: &Ctx, which: Which, sessions_n: usize) -> Res<Sample
                 c.get_data(&path).await?;
             }
             ours_clients = Vec::new();
-            m = Meter::start();
+            m = Meter::start(ctx.addr).await;
             for c in clients {
                 let path = path.clone();
                 tasks.spawn(async move { pipeline(per, window, || c.get_data(&path)).await });
@@ -198,7 +198,7 @@ pub(crate) async fn w2(ctx: &Ctx, which: Which, sessions_n: usize) -> Res<Sample
         }
     }
     join_all(ctx, "W2", tasks).await?;
-    let s = m.stop((per * sessions_n) as u64);
+    let s = m.stop((per * sessions_n) as u64).await;
     close_ours(ours_clients).await;
     Ok(s)
 }
@@ -230,7 +230,7 @@ pub(crate) async fn w3(ctx: &Ctx, which: Which, round: usize) -> Res<Sample> {
     let s = match which {
         Which::Ours => {
             let opts = zk_client::CreateOptions::persistent();
-            let m = Meter::start();
+            let m = Meter::start(ctx.addr).await;
             bounded(ctx.limits.workload, "W3", async {
                 for _ in 0..pairs {
                     c.create(&node, &data, &opts).await?;
@@ -239,13 +239,13 @@ pub(crate) async fn w3(ctx: &Ctx, which: Which, round: usize) -> Res<Sample> {
                 Ok(())
             })
             .await?;
-            m.stop(2 * pairs as u64)
+            m.stop(2 * pairs as u64).await
         }
         Which::Theirs => {
             let t = connect_theirs(ctx).await?;
             let opts = zookeeper_client::CreateMode::Persistent
                 .with_acls(zookeeper_client::Acls::anyone_all());
-            let m = Meter::start();
+            let m = Meter::start(ctx.addr).await;
             bounded(ctx.limits.workload, "W3", async {
                 for _ in 0..pairs {
                     t.create(&node, &data, &opts).await?;
@@ -254,7 +254,7 @@ pub(crate) async fn w3(ctx: &Ctx, which: Which, round: usize) -> Res<Sample> {
                 Ok(())
             })
             .await?;
-            m.stop(2 * pairs as u64)
+            m.stop(2 * pairs as u64).await
         }
     };
     c.delete(&parent, None).await?;
@@ -278,7 +278,7 @@ pub(crate) async fn w4(ctx: &Ctx, which: Which, round: usize) -> Res<Sample> {
         Which::Ours => {
             let clients = sessions(n, || connect_ours(ctx)).await?;
             ours_clients = clients.clone();
-            m = Meter::start();
+            m = Meter::start(ctx.addr).await;
             for c in clients {
                 let lock = zk_recipes::FairLock::new(c, &base)?;
                 tasks.spawn(async move {
@@ -293,7 +293,7 @@ pub(crate) async fn w4(ctx: &Ctx, which: Which, round: usize) -> Res<Sample> {
         }
         Which::Theirs => {
             let clients = sessions(n, || connect_theirs(ctx)).await?;
-            m = Meter::start();
+            m = Meter::start(ctx.addr).await;
             for c in clients {
                 let base = base.clone();
                 tasks.spawn(async move {
@@ -317,7 +317,7 @@ pub(crate) async fn w4(ctx: &Ctx, which: Which, round: usize) -> Res<Sample> {
         }
     }
     join_all(ctx, "W4", tasks).await?;
-    let s = m.stop((n * per) as u64);
+    let s = m.stop((n * per) as u64).await;
     close_ours(ours_clients).await;
     // Their background deletes may still be running: wait for the queue to drain.
     wait_children(&setup, &base, 0, step).await?;
@@ -534,4 +534,67 @@ async fn recv<T>(rx: &mut mpsc::UnboundedReceiver<T>, limit: Duration, what: &st
         Ok(None) => Err(format!("{what}: every participant ended").into()),
         Err(_) => Err(format!("{what}: nothing within {limit:?}").into()),
     }
+}
+
+/// Diagnostic for W4: the same hand-off with zk-client and a bare Curator-layout lock written
+/// here (create ephemeral-sequential, list, watch the predecessor with getData, re-list on its
+/// event; release = delete, waiting for the reply). No loss monitor, no re-entrancy, no
+/// protected-create recovery: it separates the client's share of W4 from the recipe's.
+pub(crate) async fn w4_bare(ctx: &Ctx, round: usize) -> Res<Sample> {
+    let n = ctx.sizes.w4_sessions;
+    let per = ctx.sizes.w4_rounds;
+    let base = format!("{}/w4-bare-{round}", ctx.root);
+    let setup = connect_ours(ctx).await?;
+    ensure_node(&setup, &base, b"").await?;
+    let step = ctx.limits.step;
+    let clients = sessions(n, || connect_ours(ctx)).await?;
+    let mut tasks = JoinSet::new();
+    let m = Meter::start(ctx.addr).await;
+    for (i, c) in clients.iter().cloned().enumerate() {
+        let base = base.clone();
+        tasks.spawn(async move {
+            let opts = zk_client::CreateOptions::ephemeral_sequential();
+            for k in 0..per {
+                let prefix = format!("{base}/_c_{:08x}-{i:04}-{k:06}-lock-", std::process::id());
+                bounded(step, "W4 bare lock", async {
+                    let (ours, _) = c.create(&prefix, b"", &opts).await?;
+                    let ours = ours.rsplit('/').next().unwrap_or_default().to_owned();
+                    loop {
+                        let (mut children, _) = c.get_children(&base).await?;
+                        children.sort_by(|a, b| seq_of(a).cmp(seq_of(b)));
+                        let at = children
+                            .iter()
+                            .position(|c| *c == ours)
+                            .ok_or("W4 bare: our node is gone")?;
+                        if at == 0 {
+                            break;
+                        }
+                        let blocker = format!("{base}/{}", children[at - 1]);
+                        match c.get_data_watch(&blocker).await {
+                            Ok((_, _, watcher)) => {
+                                watcher.await?;
+                            }
+                            Err(zk_client::Error::NoNode) => {}
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
+                    c.delete(&format!("{base}/{ours}"), None).await?;
+                    Ok(())
+                })
+                .await?;
+            }
+            Ok(())
+        });
+    }
+    join_all(ctx, "W4 bare", tasks).await?;
+    let s = m.stop((n * per) as u64).await;
+    close_ours(clients).await;
+    let _ = setup.delete(&base, None).await;
+    close_ours(vec![setup]).await;
+    Ok(s)
+}
+
+/// The trailing sequence number of a queue node's name.
+fn seq_of(name: &str) -> &str {
+    &name[name.len().saturating_sub(10)..]
 }

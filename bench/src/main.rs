@@ -107,6 +107,8 @@ struct Args {
     clients: Vec<Which>,
     /// Only start a server, print its address, keep it this long (for profiling runs).
     serve: Option<Duration>,
+    /// Outstanding calls in all for W2/W2x (default 1,000).
+    window: Option<usize>,
     /// Skip the unmeasured warm-up (for syscall counts of one workload alone).
     no_warmup: bool,
     /// Internal: measure idle-session memory in this (child) process.
@@ -118,7 +120,7 @@ fn usage() -> &'static str {
      \x20            [--connect host:port] [--threads N (1 = current-thread runtime, default 1)]\n\
      \x20            [--clients both|ours|theirs (one alone: for profiling)]\n\
      \x20            [--serve SECS (only start a server, print its address, stop it after SECS)]\n\
-     \x20            [--no-warmup (skip the unmeasured warm-up)]"
+     \x20            [--no-warmup (skip the unmeasured warm-up)] [--window N (W2/W2x outstanding in all, default 1000)]"
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -131,6 +133,7 @@ fn parse_args() -> Result<Args, String> {
         clients: vec![Which::Ours, Which::Theirs],
         serve: None,
         no_warmup: false,
+        window: None,
         mem_child: None,
     };
     let mut it = std::env::args().skip(1);
@@ -147,6 +150,12 @@ fn parse_args() -> Result<Args, String> {
             }
             "--quick" => args.quick = true,
             "--no-warmup" => args.no_warmup = true,
+            "--window" => {
+                let w: usize = value("--window")?
+                    .parse()
+                    .map_err(|e| format!("--window: {e}"))?;
+                args.window = Some(w.clamp(1, 100_000));
+            }
             "--workloads" => {
                 let list = value("--workloads")?;
                 let mut chosen = Vec::new();
@@ -264,11 +273,14 @@ fn wanted(args: &Args, name: &str) -> bool {
 type Runs = BTreeMap<&'static str, Vec<(Which, Sample)>>;
 
 async fn run(args: &Args) -> Res<()> {
-    let sizes = if args.quick {
+    let mut sizes = if args.quick {
         Sizes::quick()
     } else {
         Sizes::full()
     };
+    if let Some(w) = args.window {
+        sizes.w2_window = w;
+    }
     let started = Instant::now();
     let load_before = loadavg();
     // Keep the server (if we started it) until the end: dropping it stops it.

@@ -270,7 +270,7 @@ fn wanted(args: &Args, name: &str) -> bool {
 }
 
 /// Samples of one workload: per client, one per round.
-type Runs = BTreeMap<&'static str, Vec<(Which, Sample)>>;
+type Runs = BTreeMap<&'static str, Vec<(usize, Which, Sample)>>;
 
 async fn run(args: &Args) -> Res<()> {
     let mut sizes = if args.quick {
@@ -428,7 +428,11 @@ async fn measure_all(args: &Args, ctx: &Ctx) -> Res<Report> {
                             sample.requests_per_op(),
                             sample.fsyncs_per_op(),
                         );
-                        report.runs.entry(w).or_default().push((which, sample));
+                        report
+                            .runs
+                            .entry(w)
+                            .or_default()
+                            .push((round, which, sample));
                     }
                     Err(e) => report.fail(format!("{w} ({}) round {round}: {e}", which.name())),
                 }
@@ -713,8 +717,33 @@ fn summarize<'a>(samples: impl Iterator<Item = &'a Sample>) -> Summary {
     }
 }
 
-fn of(samples: &[(Which, Sample)], which: Which) -> Summary {
-    summarize(samples.iter().filter(|(w, _)| *w == which).map(|(_, s)| s))
+fn of(samples: &[(usize, Which, Sample)], which: Which) -> Summary {
+    summarize(
+        samples
+            .iter()
+            .filter(|(_, w, _)| *w == which)
+            .map(|(_, _, s)| s),
+    )
+}
+
+/// Medians of the per-round ratios ours/theirs (ops/s, CPU per op): each round's two runs
+/// are back to back, so they share that moment's noise.
+fn paired(samples: &[(usize, Which, Sample)]) -> (f64, f64) {
+    let mut ops = Vec::new();
+    let mut cpu = Vec::new();
+    for (round, which, ours) in samples {
+        if *which != Which::Ours {
+            continue;
+        }
+        let theirs = samples
+            .iter()
+            .find(|(r, w, _)| r == round && *w == Which::Theirs);
+        if let Some((_, _, theirs)) = theirs {
+            ops.push(ours.ops_per_sec() / theirs.ops_per_sec());
+            cpu.push(ours.cpu_ms_per_1k() / theirs.cpu_ms_per_1k());
+        }
+    }
+    (median(&mut ops), median(&mut cpu))
 }
 
 fn row(out: &mut String, workload: &str, client: &str, s: &Summary, tail: &str) {
@@ -739,7 +768,7 @@ impl Report {
         let s = &ctx.sizes;
         let _ = writeln!(
             out,
-            "\n## Results: medians of {} round(s), {}; {}; total {:.0} s\n",
+            "\n## Results: medians of {} round(s), {}; {}; total {:.0} s; {} CPUs, load average {} at the start, {} at the end\n",
             args.rounds,
             runtime_name(args.threads),
             if args.quick {
@@ -747,12 +776,15 @@ impl Report {
             } else {
                 "full sizes"
             },
-            took.as_secs_f64()
+            took.as_secs_f64(),
+            std::thread::available_parallelism().map_or(0, |n| n.get()),
+            self.load.0,
+            self.load.1,
         );
         if !self.runs.is_empty() {
             let _ = writeln!(
                 out,
-                "| workload | client | ops/s median (min..max) | client CPU ms / 1k ops | of it kernel | voluntary ctx switches / op | server requests / op | ops/s ours/theirs | CPU/op ours/theirs | target | met |"
+                "| workload | client | ops/s median (min..max) | client CPU ms / 1k ops | of it kernel | voluntary ctx switches / op | server requests / op | ops/s ours/theirs (paired) | CPU/op ours/theirs (paired) | target | met |"
             );
             let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|");
             for w in ["W1", "W2", "W2x", "W3", "W4"] {
@@ -761,7 +793,7 @@ impl Report {
                 };
                 let ours = of(samples, Which::Ours);
                 let theirs = of(samples, Which::Theirs);
-                let (ro, rc) = (ours.ops / theirs.ops, ours.cpu / theirs.cpu);
+                let (ro, rc) = paired(samples);
                 let t = target(w);
                 let met = if ours.rounds == 0 || theirs.rounds == 0 {
                     "-"
@@ -792,7 +824,8 @@ impl Report {
             let _ = writeln!(
                 out,
                 "\nops/s: median (min..max) over rounds. CPU: user+sys of the whole bench process (getrusage) during the measured part; \
-                 ms per 1,000 ops = µs per op. Server requests: increase of mntr's zk_packets_received per op. \
+                 ms per 1,000 ops = µs per op. \
+                 Ratios (and the target check): median over rounds of ours/theirs within the round (the two runs of a round are back to back). Server requests: increase of mntr's zk_packets_received per op. \
                  W4 release: zk-recipes waits for the delete's reply; zookeeper-client drops its LockClient and deletes in a background task (does not wait). \
                  The bare lock (diagnostic) is zk-client with a minimal lock in bench/src/workloads.rs: no loss monitor, release waits for the delete."
             );

@@ -65,9 +65,16 @@ for arg in "$@"; do
     case "$arg" in -p | --package | --package=* | -p?*) scope=() ;; --) break ;; esac
 done
 log "cargo test ${scope[*]} $*"
+output=$(mktemp)
 set +e
-cargo test "${scope[@]}" "$@"
-status=$?
+cargo test "${scope[@]}" "$@" 2>&1 | tee "$output"
+status=${PIPESTATUS[0]}
 set -e
 log "cargo test: exit $status ($(elapsed "$stage") s)"
+# One closing line with the totals of every test binary and doc-test run.
+totals=$(awk '/^test result:/ { p += $4; f += $6; i += $8 }
+    END { printf "tests: %d passed, %d failed, %d skipped", p, f, i }' "$output")
+rm -f "$output"
+echo "$totals"
+[ -z "${ZKRS_TEST_SUMMARY:-}" ] || echo "$totals" >"$ZKRS_TEST_SUMMARY"
 exit "$status"

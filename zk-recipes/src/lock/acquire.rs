@@ -191,15 +191,21 @@ async fn wait_turn(
         match naming::position(&queue, ours, spec.intent) {
             Position::Acquired => return Ok(true),
             Position::Missing => return Err(Error::LockLost(LossReason::NodeDeleted)),
-            Position::WaitFor(_) if try_only => return Ok(false),
-            Position::WaitFor(blocker) => {
+            Position::WaitFor { .. } if try_only => return Ok(false),
+            Position::WaitFor { node, only } => {
                 // getData, not exists: exists would leave a watch behind on a node that is
                 // already gone; getData fails with NoNode and leaves nothing.
-                let path = format!("{}/{blocker}", spec.base);
+                let path = format!("{}/{node}", spec.base);
                 match client.get_data_watch(&path).await {
                     Ok((_, _, watcher)) => {
                         debug!(%path, "waiting for predecessor");
                         match watcher.await {
+                            // Our only blocker is gone: nobody can have queued ahead of us
+                            // since (later nodes get larger sequence numbers), so the lock
+                            // is ours without listing again. Any other event: look again.
+                            Ok(e) if only && e.event_type == zk_client::EventType::NodeDeleted => {
+                                return Ok(true)
+                            }
                             Ok(_) => {}
                             Err(e) if e.is_connection_loss() => wait_connected(client).await?,
                             Err(e) => return Err(e.into()),

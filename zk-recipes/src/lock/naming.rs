@@ -122,8 +122,15 @@ pub fn queue(children: &[String]) -> Vec<Contender> {
 pub enum Position {
     /// The lock is ours.
     Acquired,
-    /// Wait for this node to go away, then look again.
-    WaitFor(String),
+    /// Wait for `node` to go away, then look again.
+    WaitFor {
+        /// The node that blocks us.
+        node: String,
+        /// Whether it is the only node that blocks us. A contender that arrives later gets a
+        /// larger sequence number and queues behind us, so when an `only` blocker is deleted
+        /// the lock is ours without listing the queue again.
+        only: bool,
+    },
     /// Our node is not in the queue (deleted by someone, or the session ended).
     Missing,
 }
@@ -139,13 +146,19 @@ pub fn position(queue: &[Contender], ours: &str, intent: Intent) -> Position {
         return Position::Missing;
     };
     let before = &queue[..index];
-    let blocker = match intent {
-        Intent::Write => before.last(),
-        Intent::Read => before.iter().rev().find(|c| c.intent == Intent::Write),
+    let (blocker, blockers) = match intent {
+        Intent::Write => (before.last(), before.len()),
+        Intent::Read => {
+            let mut writes = before.iter().filter(|c| c.intent == Intent::Write);
+            (writes.clone().next_back(), writes.by_ref().count())
+        }
     };
     match blocker {
         None => Position::Acquired,
-        Some(c) => Position::WaitFor(c.name.clone()),
+        Some(c) => Position::WaitFor {
+            node: c.name.clone(),
+            only: blockers == 1,
+        },
     }
 }
 
@@ -219,11 +232,22 @@ mod tests {
         // The Curator node at 4 must wait for the kazoo holder at 3, not skip it.
         assert_eq!(
             position(&q, &children[1], Intent::Write),
-            Position::WaitFor(children[0].clone())
+            Position::WaitFor {
+                node: children[0].clone(),
+                only: false
+            }
         );
         assert_eq!(
             position(&q, &children[2], Intent::Write),
             Position::Acquired
+        );
+        // Second in line: the holder is the only blocker.
+        assert_eq!(
+            position(&q, &children[4], Intent::Write),
+            Position::WaitFor {
+                node: children[2].clone(),
+                only: true
+            }
         );
         assert_eq!(
             position(&q, "gone-0000000009", Intent::Write),
@@ -244,24 +268,36 @@ mod tests {
         let q = queue(&children);
         assert_eq!(position(&q, &children[0], Intent::Read), Position::Acquired);
         assert_eq!(position(&q, &children[1], Intent::Read), Position::Acquired);
-        // The writer waits for its immediate predecessor only.
+        let wait = |node: &String, only| Position::WaitFor {
+            node: node.clone(),
+            only,
+        };
+        // The writer waits for its immediate predecessor only (two readers block it).
         assert_eq!(
             position(&q, &children[2], Intent::Write),
-            Position::WaitFor(children[1].clone())
+            wait(&children[1], false)
         );
-        // Later readers all watch the same writer, not each other.
+        // Later readers all watch the same writer, not each other; it is their only blocker.
         assert_eq!(
             position(&q, &children[3], Intent::Read),
-            Position::WaitFor(children[2].clone())
+            wait(&children[2], true)
         );
         assert_eq!(
             position(&q, &children[4], Intent::Read),
-            Position::WaitFor(children[2].clone())
+            wait(&children[2], true)
         );
         assert_eq!(
             position(&q, &children[5], Intent::Write),
-            Position::WaitFor(children[4].clone())
+            wait(&children[4], false)
         );
+        // A reader behind two writers is not unblocked by the nearer one alone.
+        let more = names(&[
+            "_c_a-__WRIT__0000000001",
+            "_c_b-__WRIT__0000000002",
+            "_c_c-__READ__0000000003",
+        ]);
+        let q = queue(&more);
+        assert_eq!(position(&q, &more[2], Intent::Read), wait(&more[1], false));
     }
 
     #[test]

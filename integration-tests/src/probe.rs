@@ -430,6 +430,9 @@ pub async fn four_letter_word(addr: SocketAddr, word: &str, limit: Duration) -> 
     })?
 }
 
+/// Attempts of [`expire_session`] whose connection the session's own client takes back.
+const EXPIRE_ATTEMPTS: usize = 20;
+
 /// Ends the session `session_id` now: connects a second time with the same id and password and
 /// sends `closeSession`, which the server treats as the session ending (its ephemeral nodes are
 /// deleted and its other connection gets `SESSION_EXPIRED`/closed).
@@ -448,10 +451,24 @@ pub async fn expire_session(
         passwd,
         ..ConnectOptions::default()
     };
-    match Session::connect_with(addr, &opts).await {
-        Ok(session) => session.close().await,
-        // Already gone: that is the state the caller wants.
-        Err(ProbeError::SessionExpired) => Ok(()),
-        Err(e) => Err(e),
+    // The session's own client may win it back: when it reconnects with the same id, the
+    // server moves the session to that connection and closes ours, sometimes before our
+    // closeSession is answered. Try again (bounded); the session is ours again at once.
+    let mut last = None;
+    for _ in 0..EXPIRE_ATTEMPTS {
+        let attempt = match Session::connect_with(addr, &opts).await {
+            Ok(session) => session.close().await,
+            // Already gone: that is the state the caller wants.
+            Err(ProbeError::SessionExpired) => return Ok(()),
+            Err(e) => Err(e),
+        };
+        match attempt {
+            Ok(()) => return Ok(()),
+            Err(ProbeError::Io(e)) if e.kind() == io::ErrorKind::UnexpectedEof => last = Some(e),
+            Err(e) => return Err(e),
+        }
     }
+    Err(ProbeError::Io(
+        last.unwrap_or_else(|| io::ErrorKind::UnexpectedEof.into()),
+    ))
 }

@@ -110,16 +110,17 @@ async fn one_release_wakes_exactly_one_of_fifty_waiters() {
         go.clone(),
     )
     .await;
-    // 50 waiters each watch their predecessor, plus the holder's own loss monitor.
-    wait_watches(&server, WAITERS + 1).await;
+    // 50 waiters each watch their predecessor; nobody observes the holder's guard, so it
+    // sets no watch of its own.
+    wait_watches(&server, WAITERS).await;
 
     let before = notifications(&server).await;
     let released = Instant::now();
     guard.release().await.unwrap();
     let (first, at) = timeout(LIMIT, acquired.recv()).await.unwrap().unwrap();
     assert_eq!(first, 0, "the head of the queue goes next");
-    // The new holder's monitor replaces the first waiter's watch: 49 + 1.
-    wait_watches(&server, WAITERS).await;
+    // The first waiter's watch fired and is gone: 49 left.
+    wait_watches(&server, WAITERS - 1).await;
     let woken = notifications(&server).await - before;
     println!(
         "herd: one release of {WAITERS} waiters sent {woken} notification(s); \
@@ -164,8 +165,8 @@ async fn a_writers_release_wakes_only_the_readers_it_unblocks() {
         go.clone(),
     )
     .await;
-    // R0..R2 watch the holder, W3 watches R2, R4 and R5 watch W3; plus the holder's monitor.
-    wait_watches(&server, 7).await;
+    // R0..R2 watch the holder, W3 watches R2, R4 and R5 watch W3.
+    wait_watches(&server, 6).await;
 
     let before = notifications(&server).await;
     guard.release().await.unwrap();
@@ -179,8 +180,8 @@ async fn a_writers_release_wakes_only_the_readers_it_unblocks() {
         vec![0, 1, 2],
         "exactly the three leading readers hold together"
     );
-    // Each new reader's monitor adds a watch; the three woken watches are gone: 7 - 3 + 3 - 1.
-    wait_watches(&server, 6).await;
+    // The three woken readers' watches are gone: W3's and R4/R5's remain.
+    wait_watches(&server, 3).await;
     let woken = notifications(&server).await - before;
     println!("rw herd: a writer's release sent {woken} notification(s) to 3 unblocked readers");
     assert_eq!(woken, 3, "only the readers the release unblocks are woken");
@@ -192,6 +193,38 @@ async fn a_writers_release_wakes_only_the_readers_it_unblocks() {
     );
     go.add_permits(6);
     for _ in 3..6 {
+        timeout(LIMIT, acquired.recv()).await.unwrap().unwrap();
+    }
+}
+
+#[tokio::test]
+async fn an_observed_holder_still_wakes_only_the_next_waiter() {
+    let server = fresh_standalone().await;
+    let root = chroot(&server, "observed").await;
+    let hosts = server.hosts(&root);
+    let holder = FairLock::new(connect(&hosts).await, "/herd-observed").unwrap();
+    let guard = holder.acquire().await.unwrap();
+    // Observing the guard makes it watch its own node (to notice a deletion) ...
+    assert_eq!(guard.state(), zk_recipes::LockState::Held);
+    let go = Arc::new(Semaphore::new(0));
+    let mut acquired = queue_waiters(
+        &hosts,
+        "/herd-observed",
+        3,
+        |c, _| FairLock::new(c, "/herd-observed").unwrap(),
+        go.clone(),
+    )
+    .await;
+    wait_watches(&server, 4).await;
+    // ... and its release removes that watch before deleting, so still one notification.
+    let before = notifications(&server).await;
+    guard.release().await.unwrap();
+    let (first, _) = timeout(LIMIT, acquired.recv()).await.unwrap().unwrap();
+    assert_eq!(first, 0);
+    wait_watches(&server, 2).await;
+    assert_eq!(notifications(&server).await - before, 1);
+    go.add_permits(3);
+    for _ in 1..3 {
         timeout(LIMIT, acquired.recv()).await.unwrap().unwrap();
     }
 }

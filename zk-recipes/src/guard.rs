@@ -1,7 +1,7 @@
 //! The guard of a held lock: release, re-entry, fencing and loss signalling.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::watch;
 use tracing::{debug, warn};
@@ -32,25 +32,51 @@ pub(crate) struct Hold {
     path: String,
     stat: Stat,
     count: AtomicUsize,
-    state: watch::Receiver<LockState>,
-    monitor: tokio::task::AbortHandle,
+    state: watch::Sender<LockState>,
+    /// The loss monitor, started the first time the state is observed.
+    monitor: OnceLock<tokio::task::AbortHandle>,
     hook: Mutex<Option<ReleaseHook>>,
 }
 
 impl Hold {
-    /// Starts monitoring a freshly acquired node.
+    /// A freshly acquired node. Nothing watches it until its state is first observed.
     pub(crate) fn new(client: Client, path: String, stat: Stat, hook: ReleaseHook) -> Arc<Hold> {
-        let (tx, rx) = watch::channel(LockState::Held);
-        let monitor = tokio::spawn(monitor(client.clone(), path.clone(), tx)).abort_handle();
         Arc::new(Hold {
             client,
             path,
             stat,
             count: AtomicUsize::new(1),
-            state: rx,
-            monitor,
+            state: watch::Sender::new(LockState::Held),
+            monitor: OnceLock::new(),
             hook: Mutex::new(Some(hook)),
         })
+    }
+
+    /// Starts the loss monitor if it is not running yet (and a runtime is there to run it).
+    fn observe(&self) {
+        if self.monitor.get().is_some() {
+            return;
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        self.monitor.get_or_init(|| {
+            let task = monitor(self.client.clone(), self.path.clone(), self.state.clone());
+            handle.spawn(task).abort_handle()
+        });
+    }
+
+    /// What is known now: the monitor's verdict, overridden by the session's own state (which
+    /// is always current, monitored or not).
+    fn current(&self) -> LockState {
+        let published = *self.state.borrow();
+        let session = self.client.state();
+        match published {
+            LockState::Lost(_) => published,
+            _ if session.is_terminal() => LockState::Lost(LossReason::SessionEnded),
+            _ if session != SessionState::Connected => LockState::Suspended,
+            _ => published,
+        }
     }
 
     /// The guard of a fresh hold (its count already is 1).
@@ -89,22 +115,21 @@ impl Hold {
     }
 
     async fn finish(self: Arc<Self>) -> Result<()> {
-        self.monitor.abort();
-        let result = if matches!(
-            *self.state.borrow(),
-            LockState::Lost(LossReason::SessionEnded)
-        ) {
+        let monitored = self.monitor.get().inspect(|m| m.abort()).is_some();
+        let result = if matches!(self.current(), LockState::Lost(LossReason::SessionEnded)) {
             Ok(())
-        } else {
-            // Drop our own loss-monitor watch first, in the same flush as the delete (requests
-            // are ordered at call time), so that the delete notifies only the next waiter:
-            // one release, one server notification.
+        } else if monitored {
+            // Drop the monitor's watch on our node first, in the same flush as the delete
+            // (requests are ordered at call time), so that the delete notifies only the next
+            // waiter: one release, one server notification.
             let removal = self
                 .client
                 .remove_watches(&self.path, zk_client::WatcherType::Data);
             let deleted = delete_guaranteed(&self.client, &self.path).await;
             let _ = removal.await;
             deleted
+        } else {
+            delete_guaranteed(&self.client, &self.path).await
         };
         debug!(path = %self.path, "lock released");
         self.run_hook();
@@ -144,7 +169,7 @@ impl std::fmt::Debug for LockGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LockGuard")
             .field("path", &self.hold.path)
-            .field("state", &self.state())
+            .field("state", &self.hold.current())
             .finish()
     }
 }
@@ -172,27 +197,34 @@ impl LockGuard {
         &self.hold.stat
     }
 
-    /// What we currently know about the lock.
+    /// What we currently know about the lock. The session's state is always reflected; a
+    /// deletion of the node is noticed from the first time the state is observed (this call,
+    /// [`state_watcher`](Self::state_watcher), [`lost`](Self::lost) or
+    /// [`suspended_or_lost`](Self::suspended_or_lost)), which starts watching the node. A guard
+    /// nobody observes costs no request beyond the acquisition and the release.
     pub fn state(&self) -> LockState {
-        *self.hold.state.borrow()
+        self.hold.observe();
+        self.hold.current()
     }
 
-    /// A receiver of state changes (`Held` ⇄ `Suspended`, then `Lost`).
+    /// A receiver of state changes (`Held` ⇄ `Suspended`, then `Lost`). Starts watching the
+    /// node.
     pub fn state_watcher(&self) -> watch::Receiver<LockState> {
-        self.hold.state.clone()
+        self.hold.observe();
+        self.hold.state.subscribe()
     }
 
     /// Resolves when the lock may no longer be ours: on `Suspended` (connection lost, possible
     /// loss) or `Lost` (certain loss). Returns that state.
     pub async fn suspended_or_lost(&self) -> LockState {
-        let mut rx = self.hold.state.clone();
+        let mut rx = self.state_watcher();
         let seen = rx.wait_for(|s| *s != LockState::Held).await.map(|s| *s);
         seen.unwrap_or(LockState::Lost(LossReason::SessionEnded))
     }
 
     /// Resolves when the lock is certainly lost, with the reason.
     pub async fn lost(&self) -> LossReason {
-        let mut rx = self.hold.state.clone();
+        let mut rx = self.state_watcher();
         let seen = rx
             .wait_for(|s| matches!(s, LockState::Lost(_)))
             .await
@@ -225,7 +257,7 @@ impl LockGuard {
     /// The client never re-sends a request after a connection loss or on another session, so a
     /// fenced write cannot land after the lock has passed on.
     pub async fn fenced(&self, ops: &[Op]) -> Result<Vec<OpResult>> {
-        if let LockState::Lost(reason) = self.state() {
+        if let LockState::Lost(reason) = self.hold.current() {
             return Err(Error::LockLost(reason));
         }
         let mut all = Vec::with_capacity(ops.len() + 1);
@@ -264,7 +296,9 @@ impl Drop for LockGuard {
             }
             Err(_) => {
                 warn!(path = %hold.path, "guard dropped outside a runtime; the node lives until the session ends");
-                hold.monitor.abort();
+                if let Some(m) = hold.monitor.get() {
+                    m.abort();
+                }
                 hold.run_hook();
             }
         }

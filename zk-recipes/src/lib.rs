@@ -21,6 +21,11 @@
 //! - `Lost`: the session ended or the node was deleted. Abort the work; never resume it
 //!   without acquiring again.
 //!
+//! Session changes are always reflected. To notice a deletion of the node (an operator, a
+//! revocation), the guard watches its node from the first time its state is observed
+//! ([`LockGuard::state`], [`LockGuard::lost`], ...); a guard nobody observes costs no request
+//! beyond the acquisition and the release.
+//!
 //! For writes to ZooKeeper itself, [`LockGuard::fenced`] runs them in one transaction with a
 //! check of the lock node, so they cannot apply after the lock is lost. For other resources,
 //! pass [`LockGuard::fencing_token`] along and have the resource reject smaller tokens.

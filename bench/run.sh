@@ -22,5 +22,6 @@ cargo build -q --release -p bench
 copy=$(mktemp /tmp/zk-bench.XXXXXX)
 trap 'rm -f "$copy"' EXIT
 cp target/release/bench "$copy"
+chmod 700 "$copy"
 log "running it"
 "$copy" "$@"

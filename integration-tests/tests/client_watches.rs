@@ -18,6 +18,30 @@ async fn pair(test: &str) -> (Client, Client, String) {
     (connect(&hosts).await, connect(&hosts).await, root)
 }
 
+/// Waits (bounded) until the server holds no watch on `path` (a full server path), as `wchp`
+/// lists them. A round trip on `client` first orders the check after its removals.
+async fn wait_unwatched(client: &Client, server: &integration_tests::Server, path: &str) {
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    loop {
+        client.sync("/").await.unwrap();
+        let wchp = integration_tests::probe::four_letter_word(
+            server.addr(),
+            "wchp",
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+        if !wchp.contains(path) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "watch on {path} still on the server"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test]
 async fn data_watch_fires_on_change_and_on_delete() {
     let (w, c, _) = pair("watch_data").await;
@@ -291,19 +315,7 @@ async fn dropping_a_persistent_watcher_removes_the_server_watch() {
         "the server holds the watch"
     );
     drop(events);
-    let deadline = tokio::time::Instant::now() + LIMIT;
-    loop {
-        // A round trip on the session orders us after the removal.
-        w.sync("/").await.unwrap();
-        if !watched(&wchp().await.unwrap()) {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "watch still on the server"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_unwatched(&w, server, &format!("{root}/gone")).await;
     w.close().await.unwrap();
 }
 
@@ -328,18 +340,7 @@ async fn dropping_a_one_shot_watcher_removes_the_server_watch() {
         "the exists watcher still needs it"
     );
     drop(second);
-    let deadline = tokio::time::Instant::now() + LIMIT;
-    loop {
-        w.sync("/").await.unwrap();
-        if !watched(&wchp().await.unwrap()) {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "watch still on the server"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_unwatched(&w, server, &format!("{root}/once")).await;
     w.close().await.unwrap();
     c.close().await.unwrap();
 }

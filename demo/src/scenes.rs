@@ -182,10 +182,10 @@ async fn protected_create(t: &Target) -> Result<()> {
         return Err("the proxy never dropped the create reply".into());
     }
     println!("   the connection was cut right after the server created the node");
-    println!(
-        "   the client reconnected with the same session (0x{sid:x}: {})",
-        client.session_id() == sid
-    );
+    if client.session_id() != sid {
+        return Err("the session changed".into());
+    }
+    println!("   the client reconnected with the same session 0x{sid:x}");
     let (queue, _) = admin
         .get_children("/reports")
         .await

@@ -78,12 +78,17 @@ fn pipeline(c: &Client, n: usize) -> Vec<Check> {
 }
 
 async fn setup(test: &str, max_outstanding: usize) -> Client {
+    setup_with(test, max_outstanding, true).await
+}
+
+async fn setup_with(test: &str, max_outstanding: usize, batch_reads: bool) -> Client {
     let server = standalone().await;
     let root = chroot(server, test).await;
     let c = within(
         "connect",
         Client::builder(&format!("{}{root}", server.connect_string()))
             .max_outstanding(max_outstanding)
+            .batch_reads(batch_reads)
             .connect(),
     )
     .await
@@ -101,7 +106,17 @@ async fn setup(test: &str, max_outstanding: usize) -> Client {
 
 #[tokio::test]
 async fn ten_thousand_mixed_requests_in_flight_keep_their_order() {
-    let c = setup("pipeline_10k", zk_client::DEFAULT_MAX_OUTSTANDING).await;
+    ten_thousand_in_order("pipeline_10k", true).await;
+}
+
+/// The same without read batching: every reply is read as it arrives.
+#[tokio::test]
+async fn without_read_batching_ten_thousand_requests_keep_their_order() {
+    ten_thousand_in_order("pipeline_10k_eager", false).await;
+}
+
+async fn ten_thousand_in_order(test: &str, batch_reads: bool) {
+    let c = setup_with(test, zk_client::DEFAULT_MAX_OUTSTANDING, batch_reads).await;
     let checks = pipeline(&c, 10_000);
     within("10k replies", async {
         for check in checks {

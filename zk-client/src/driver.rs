@@ -29,13 +29,14 @@ const READ_BUF: usize = 64 * 1024;
 const MIN_READ_SPACE: usize = 8 * 1024;
 /// Most commands taken from the channel before the socket is looked at again.
 const MAX_DRAIN: usize = 4096;
-/// With at least this many requests in flight after a read, the connection pauses for
-/// [`READ_DEFER`] with its socket deregistered from the reactor. The server has plenty
-/// queued, so reading less often loses no throughput (up to `DEEP_PIPELINE / READ_DEFER`,
-/// 64k replies/s per session, above what one ZooKeeper connection serves), while the task
-/// is no longer woken by every reply segment the server writes: each wake-up handles tens
-/// of replies and the requests they free go out in one write. Shallow pipelines
-/// (sequential calls, a few concurrent callers) never pause.
+/// With at least this many requests in flight after a read (and `batch_reads` on), the
+/// connection pauses for [`READ_DEFER`] with its socket deregistered from the reactor: the
+/// task is no longer woken by every reply segment the server writes, each wake-up handles
+/// tens of replies and the requests they free go out in one write (~2-3 µs of CPU per call
+/// instead of ~8-9 µs). The server has plenty queued meanwhile, but on an idle VM its
+/// per-connection loop was measured 15-25 % slower while the client slept (see
+/// `bench/README.md`), hence the builder switch. Tokio's timer makes the pause 1-2 ms.
+/// Shallow pipelines (sequential calls, a few concurrent callers) never pause.
 const DEEP_PIPELINE: usize = 64;
 const READ_DEFER: Duration = Duration::from_millis(1);
 /// Read-only probing: first pause, doubling up to the max (Java: 100 ms .. 60 s).
@@ -49,6 +50,15 @@ pub(crate) fn now() -> Instant {
     tokio::time::Instant::now().into_std()
 }
 
+/// Connection-level settings from the [`ClientBuilder`](crate::ClientBuilder).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DriverConfig {
+    /// Largest frame accepted from the server.
+    pub(crate) max_frame_len: usize,
+    /// Pause reading deep pipelines for [`READ_DEFER`] (see `ClientBuilder::batch_reads`).
+    pub(crate) batch_reads: bool,
+}
+
 pub(crate) struct Driver {
     session: Session,
     hosts: HostList,
@@ -56,7 +66,7 @@ pub(crate) struct Driver {
     rx_closed: bool,
     info: watch::Sender<SessionInfo>,
     transitions: broadcast::Sender<SessionState>,
-    max_frame_len: usize,
+    cfg: DriverConfig,
     timer: Pin<Box<Sleep>>,
     deadline: Option<Instant>,
 }
@@ -68,7 +78,7 @@ impl Driver {
         rx: mpsc::UnboundedReceiver<Command>,
         info: watch::Sender<SessionInfo>,
         transitions: broadcast::Sender<SessionState>,
-        max_frame_len: usize,
+        cfg: DriverConfig,
     ) -> Self {
         Self {
             session,
@@ -77,7 +87,7 @@ impl Driver {
             rx_closed: false,
             info,
             transitions,
-            max_frame_len,
+            cfg,
             timer: Box::pin(sleep(Duration::from_secs(86400))),
             deadline: None,
         }
@@ -206,7 +216,8 @@ impl Driver {
                         if let Err(reason) = self.on_read(&mut rbuf) {
                             break reason;
                         }
-                        pause = self.session.in_flight() >= DEEP_PIPELINE;
+                        pause = self.cfg.batch_reads
+                            && self.session.in_flight() >= DEEP_PIPELINE;
                     }
                 },
                 r = wr.write(&wbuf), if !wbuf.is_empty() => match r {
@@ -261,7 +272,7 @@ impl Driver {
     fn on_read(&mut self, rbuf: &mut BytesMut) -> Result<(), Disconnect> {
         let now = now();
         while !self.session.is_terminal() {
-            match decode_frame(rbuf, self.max_frame_len) {
+            match decode_frame(rbuf, self.cfg.max_frame_len) {
                 Ok(Some(frame)) => self.session.handle_frame(frame, now)?,
                 Ok(None) => break,
                 Err(e) => return Err(Disconnect::Protocol(e)),

@@ -30,7 +30,7 @@ use zk_proto::{decode_exact, OpCode, Record, Stat};
 
 use crate::config::ClientBuilder;
 use crate::connect::{parse_connect_string, HostList};
-use crate::driver::{now, Driver};
+use crate::driver::{now, Driver, DriverConfig};
 use crate::error::{Error, Result};
 use crate::path::Chroot;
 use crate::session::{
@@ -147,7 +147,17 @@ impl Client {
         let (tx, rx) = mpsc::unbounded_channel();
         let (info_tx, info_rx) = watch::channel(SessionInfo::default());
         let (transitions_tx, transitions) = broadcast::channel(STATE_HISTORY);
-        let driver = Driver::new(session, hosts, rx, info_tx, transitions_tx, b.max_frame_len);
+        let driver = Driver::new(
+            session,
+            hosts,
+            rx,
+            info_tx,
+            transitions_tx,
+            DriverConfig {
+                max_frame_len: b.max_frame_len,
+                batch_reads: b.batch_reads,
+            },
+        );
         let span = tracing::debug_span!(
             "zk_session",
             connect = %b.connect_string,

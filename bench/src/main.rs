@@ -92,8 +92,8 @@ impl Ctx {
     }
 }
 
-const ALL: [&str; 9] = [
-    "W1", "W2", "W2x", "W3", "W4", "W4bare", "W5", "codec", "mem",
+const ALL: [&str; 10] = [
+    "W1", "W2", "W2eager", "W2x", "W3", "W4", "W4bare", "W5", "codec", "mem",
 ];
 
 #[derive(Debug, Clone)]
@@ -116,7 +116,7 @@ struct Args {
 }
 
 fn usage() -> &'static str {
-    "usage: bench [--rounds N (>=1, default 3)] [--quick] [--workloads W1,W2,W2x,W3,W4,W4bare,W5,codec,mem]\n\
+    "usage: bench [--rounds N (>=1, default 3)] [--quick] [--workloads W1,W2,W2eager,W2x,W3,W4,W4bare,W5,codec,mem]\n\
      \x20            [--connect host:port] [--threads N (1 = current-thread runtime, default 1)]\n\
      \x20            [--clients both|ours|theirs (one alone: for profiling)]\n\
      \x20            [--serve SECS (only start a server, print its address, stop it after SECS)]\n\
@@ -363,8 +363,9 @@ struct Report {
     mem: Vec<(Which, f64)>,
     /// 1-minute load average of the machine at the start and at the end.
     load: (String, String),
-    /// W4 with zk-client and the bench's bare lock (diagnostic).
-    bare: Vec<Sample>,
+    /// Diagnostic zk-client variants, by the workload they sit under: `W2` with
+    /// `batch_reads(false)`, `W4` with the bench's bare lock.
+    diag: BTreeMap<&'static str, Vec<Sample>>,
     failures: Vec<String>,
 }
 
@@ -438,23 +439,32 @@ async fn measure_all(args: &Args, ctx: &Ctx) -> Res<Report> {
                 }
             }
         }
-        if wanted(args, "W4bare") {
+        for (diag, under) in [("W2eager", "W2"), ("W4bare", "W4")] {
+            if !wanted(args, diag) {
+                continue;
+            }
             pause().await;
             let task_ctx = ctx.clone();
-            let task = tokio::spawn(async move { workloads::w4_bare(&task_ctx, round).await });
+            let task = tokio::spawn(async move {
+                match diag {
+                    "W2eager" => workloads::w2_eager(&task_ctx).await,
+                    _ => workloads::w4_bare(&task_ctx, round).await,
+                }
+            });
             match task.await {
                 Ok(Ok(sample)) => {
                     eprintln!(
-                        "round {round} W4bare zk-client+bare lock {:>9.0} ops/s  {:>7.1} us CPU/op  server: {:.2} req/op {:.2} fsync/op",
+                        "round {round} {diag:<7} zk-client {:>9.0} ops/s  {:>7.1} us CPU/op  {:>5.2} vol.cs/op  server: {:.2} req/op {:.2} fsync/op",
                         sample.ops_per_sec(),
                         sample.cpu_ms_per_1k(),
+                        sample.vcsw_per_op(),
                         sample.requests_per_op(),
                         sample.fsyncs_per_op(),
                     );
-                    report.bare.push(sample);
+                    report.diag.entry(under).or_default().push(sample);
                 }
-                Ok(Err(e)) => report.fail(format!("W4bare round {round}: {e}")),
-                Err(e) => report.fail(format!("W4bare round {round}: task: {e}")),
+                Ok(Err(e)) => report.fail(format!("{diag} round {round}: {e}")),
+                Err(e) => report.fail(format!("{diag} round {round}: task: {e}")),
             }
         }
         if wanted(args, "W5") {
@@ -805,20 +815,19 @@ impl Report {
                 let tail = format!("**{ro:.2}x** | **{rc:.2}x** | {} | {met} |", t.text);
                 row(&mut out, &describe(w, s), Which::Ours.name(), &ours, &tail);
                 row(&mut out, "", Which::Theirs.name(), &theirs, "| | | |");
-                if w == "W4" && !self.bare.is_empty() {
-                    let bare = summarize(self.bare.iter());
+                if let Some(diag) = self.diag.get(w).filter(|d| !d.is_empty()) {
+                    let d = summarize(diag.iter());
                     let tail = format!(
                         "{:.2}x | {:.2}x | (diagnostic) | |",
-                        bare.ops / theirs.ops,
-                        bare.cpu / theirs.cpu
+                        d.ops / theirs.ops,
+                        d.cpu / theirs.cpu
                     );
-                    row(
-                        &mut out,
-                        "",
-                        "zk-client + bare lock in bench/",
-                        &bare,
-                        &tail,
-                    );
+                    let name = if w == "W2" {
+                        "zk-client, batch_reads(false)"
+                    } else {
+                        "zk-client + bare lock in bench/"
+                    };
+                    row(&mut out, "", name, &d, &tail);
                 }
             }
             let _ = writeln!(
@@ -827,7 +836,8 @@ impl Report {
                  ms per 1,000 ops = µs per op. \
                  Ratios (and the target check): median over rounds of ours/theirs within the round (the two runs of a round are back to back). Server requests: increase of mntr's zk_packets_received per op. \
                  W4 release: zk-recipes waits for the delete's reply; zookeeper-client drops its LockClient and deletes in a background task (does not wait). \
-                 The bare lock (diagnostic) is zk-client with a minimal lock in bench/src/workloads.rs: no loss monitor, release waits for the delete."
+                 The bare lock (diagnostic) is zk-client with a minimal lock in bench/src/workloads.rs: no loss monitor, release waits for the delete. \
+                 batch_reads(false) (diagnostic): zk-client reading every reply as it arrives instead of pausing deep pipelines; its ratios are of medians, not paired."
             );
         }
         if !self.herd.is_empty() {

@@ -59,8 +59,16 @@ pub(crate) async fn bounded<T>(
 }
 
 pub(crate) async fn connect_ours(ctx: &Ctx) -> Res<zk_client::Client> {
+    connect_ours_with(ctx, true).await
+}
+
+/// zk-client with [`zk_client::ClientBuilder::batch_reads`] set as given.
+async fn connect_ours_with(ctx: &Ctx, batch_reads: bool) -> Res<zk_client::Client> {
     let c = bounded(ctx.limits.step, "connect (ours)", async {
-        Ok(zk_client::Client::connect(&ctx.connect).await?)
+        Ok(zk_client::Client::builder(&ctx.connect)
+            .batch_reads(batch_reads)
+            .connect()
+            .await?)
     })
     .await?;
     Ok(c)
@@ -164,6 +172,16 @@ pub(crate) async fn w1(ctx: &Ctx, which: Which) -> Res<Sample> {
 /// W2 (`sessions == 1`) and W2x: pipelined getData, `window` outstanding in all, split evenly
 /// over the sessions, each session driven by its own task.
 pub(crate) async fn w2(ctx: &Ctx, which: Which, sessions_n: usize) -> Res<Sample> {
+    w2_with(ctx, which, sessions_n, true).await
+}
+
+/// Diagnostic for W2: zk-client on one session with `batch_reads(false)` (every reply read
+/// as it arrives).
+pub(crate) async fn w2_eager(ctx: &Ctx) -> Res<Sample> {
+    w2_with(ctx, Which::Ours, 1, false).await
+}
+
+async fn w2_with(ctx: &Ctx, which: Which, sessions_n: usize, batch_reads: bool) -> Res<Sample> {
     let total = ctx.sizes.w2_calls;
     let per = total / sessions_n;
     let window = (ctx.sizes.w2_window / sessions_n).max(1);
@@ -173,7 +191,7 @@ pub(crate) async fn w2(ctx: &Ctx, which: Which, sessions_n: usize) -> Res<Sample
     let m;
     match which {
         Which::Ours => {
-            let clients = sessions(sessions_n, || connect_ours(ctx)).await?;
+            let clients = sessions(sessions_n, || connect_ours_with(ctx, batch_reads)).await?;
             for c in &clients {
                 c.get_data(&path).await?;
             }

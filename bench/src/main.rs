@@ -92,6 +92,13 @@ impl Ctx {
     }
 }
 
+/// Diagnostic zk-client variants: (workload name, the workload whose table rows they join,
+/// their row label).
+const DIAGNOSTICS: [(&str, &str, &str); 2] = [
+    ("W2eager", "W2", "zk-client, batch_reads(false)"),
+    ("W4bare", "W4", "zk-client + bare lock in bench/"),
+];
+
 const ALL: [&str; 10] = [
     "W1", "W2", "W2eager", "W2x", "W3", "W4", "W4bare", "W5", "codec", "mem",
 ];
@@ -363,8 +370,7 @@ struct Report {
     mem: Vec<(Which, f64)>,
     /// 1-minute load average of the machine at the start and at the end.
     load: (String, String),
-    /// Diagnostic zk-client variants, by the workload they sit under: `W2` with
-    /// `batch_reads(false)`, `W4` with the bench's bare lock.
+    /// Samples of the [`DIAGNOSTICS`] variants, by their workload name.
     diag: BTreeMap<&'static str, Vec<Sample>>,
     failures: Vec<String>,
 }
@@ -439,7 +445,7 @@ async fn measure_all(args: &Args, ctx: &Ctx) -> Res<Report> {
                 }
             }
         }
-        for (diag, under) in [("W2eager", "W2"), ("W4bare", "W4")] {
+        for (diag, _, _) in DIAGNOSTICS {
             if !wanted(args, diag) {
                 continue;
             }
@@ -461,7 +467,7 @@ async fn measure_all(args: &Args, ctx: &Ctx) -> Res<Report> {
                         sample.requests_per_op(),
                         sample.fsyncs_per_op(),
                     );
-                    report.diag.entry(under).or_default().push(sample);
+                    report.diag.entry(diag).or_default().push(sample);
                 }
                 Ok(Err(e)) => report.fail(format!("{diag} round {round}: {e}")),
                 Err(e) => report.fail(format!("{diag} round {round}: task: {e}")),
@@ -815,19 +821,17 @@ impl Report {
                 let tail = format!("**{ro:.2}x** | **{rc:.2}x** | {} | {met} |", t.text);
                 row(&mut out, &describe(w, s), Which::Ours.name(), &ours, &tail);
                 row(&mut out, "", Which::Theirs.name(), &theirs, "| | | |");
-                if let Some(diag) = self.diag.get(w).filter(|d| !d.is_empty()) {
+                for (name, _, label) in DIAGNOSTICS.iter().filter(|(_, under, _)| *under == w) {
+                    let Some(diag) = self.diag.get(name).filter(|d| !d.is_empty()) else {
+                        continue;
+                    };
                     let d = summarize(diag.iter());
                     let tail = format!(
                         "{:.2}x | {:.2}x | (diagnostic) | |",
                         d.ops / theirs.ops,
                         d.cpu / theirs.cpu
                     );
-                    let name = if w == "W2" {
-                        "zk-client, batch_reads(false)"
-                    } else {
-                        "zk-client + bare lock in bench/"
-                    };
-                    row(&mut out, "", name, &d, &tail);
+                    row(&mut out, "", label, &d, &tail);
                 }
             }
             let _ = writeln!(

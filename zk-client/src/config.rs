@@ -135,15 +135,15 @@ impl ClientBuilder {
     /// Whether a deeply pipelined connection reads its replies in batches (default: true).
     ///
     /// With `true`, after a read that leaves at least 64 requests in flight, the connection
-    /// task stops watching the socket for about a millisecond (one tick of tokio's timer)
-    /// and then takes every reply that arrived meanwhile in one read, and sends every
-    /// request those replies freed in one write. Sequential calls and shallow pipelines are
-    /// never delayed, and no reply waits longer than that tick.
+    /// task stops watching the socket for one to two milliseconds (tokio's timer counts in
+    /// whole milliseconds) and then takes every reply that arrived meanwhile in one read,
+    /// and sends every request those replies freed in one write. Sequential calls and
+    /// shallow pipelines are never delayed, and no reply waits longer than that pause.
     ///
     /// With `false`, the task wakes for every reply segment the server writes. Measured on
     /// a 2-vCPU VM with one pipelined session (1,000 `getData` in flight, server on the same
     /// box; see `bench/README.md`): batching costs ~2-3 µs of client CPU per call against
-    /// ~8-9 µs without it, but the single connection ran 15-25 % slower, because that
+    /// ~8-9 µs without it, but the single connection ran 10-25 % slower, because that
     /// ZooKeeper server's per-connection loop was slower while the client's CPU slept. On
     /// a busy machine, or with several sessions, batching was as fast or faster. Choose
     /// `false` for one session that must push the most requests per second through one

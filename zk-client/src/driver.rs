@@ -34,7 +34,7 @@ const MAX_DRAIN: usize = 4096;
 /// task is no longer woken by every reply segment the server writes, each wake-up handles
 /// tens of replies and the requests they free go out in one write (~2-3 µs of CPU per call
 /// instead of ~8-9 µs). The server has plenty queued meanwhile, but on an idle VM its
-/// per-connection loop was measured 15-25 % slower while the client slept (see
+/// per-connection loop was measured 10-25 % slower while the client slept (see
 /// `bench/README.md`), hence the builder switch. Tokio's timer makes the pause 1-2 ms.
 /// Shallow pipelines (sequential calls, a few concurrent callers) never pause.
 const DEEP_PIPELINE: usize = 64;

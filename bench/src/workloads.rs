@@ -111,6 +111,31 @@ pub(crate) async fn ensure_node(client: &zk_client::Client, path: &str, data: &[
     }
 }
 
+/// Measures `rounds` calls of `call`, one at a time, within the workload bound; each round
+/// counts as `ops_per_round` operations.
+async fn sequential<F, Fut, T, E>(
+    ctx: &Ctx,
+    what: &str,
+    rounds: usize,
+    ops_per_round: usize,
+    mut call: F,
+) -> Res<Sample>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let m = Meter::start(ctx.addr).await;
+    bounded(ctx.limits.workload, what, async {
+        for _ in 0..rounds {
+            call().await?;
+        }
+        Ok(())
+    })
+    .await?;
+    Ok(m.stop((rounds * ops_per_round) as u64).await)
+}
+
 /// Runs `calls` calls of `call`, keeping up to `window` of them outstanding. Each call's
 /// future is made when it is issued, so the request is queued at that moment.
 async fn pipeline<F, Fut, T, E>(calls: usize, window: usize, mut call: F) -> Res<()>
@@ -141,30 +166,14 @@ pub(crate) async fn w1(ctx: &Ctx, which: Which) -> Res<Sample> {
         Which::Ours => {
             let c = connect_ours(ctx).await?;
             c.get_data(&path).await?;
-            let m = Meter::start(ctx.addr).await;
-            bounded(ctx.limits.workload, "W1", async {
-                for _ in 0..n {
-                    c.get_data(&path).await?;
-                }
-                Ok(())
-            })
-            .await?;
-            let s = m.stop(n as u64).await;
+            let s = sequential(ctx, "W1", n, 1, || c.get_data(&path)).await?;
             close_ours(vec![c]).await;
             Ok(s)
         }
         Which::Theirs => {
             let c = connect_theirs(ctx).await?;
             c.get_data(&path).await?;
-            let m = Meter::start(ctx.addr).await;
-            bounded(ctx.limits.workload, "W1", async {
-                for _ in 0..n {
-                    c.get_data(&path).await?;
-                }
-                Ok(())
-            })
-            .await?;
-            Ok(m.stop(n as u64).await)
+            sequential(ctx, "W1", n, 1, || c.get_data(&path)).await
         }
     }
 }
@@ -248,31 +257,21 @@ pub(crate) async fn w3(ctx: &Ctx, which: Which, round: usize) -> Res<Sample> {
     let s = match which {
         Which::Ours => {
             let opts = zk_client::CreateOptions::persistent();
-            let m = Meter::start(ctx.addr).await;
-            bounded(ctx.limits.workload, "W3", async {
-                for _ in 0..pairs {
-                    c.create(&node, &data, &opts).await?;
-                    c.delete(&node, None).await?;
-                }
-                Ok(())
+            sequential(ctx, "W3", pairs, 2, || async {
+                c.create(&node, &data, &opts).await?;
+                c.delete(&node, None).await
             })
-            .await?;
-            m.stop(2 * pairs as u64).await
+            .await?
         }
         Which::Theirs => {
             let t = connect_theirs(ctx).await?;
             let opts = zookeeper_client::CreateMode::Persistent
                 .with_acls(zookeeper_client::Acls::anyone_all());
-            let m = Meter::start(ctx.addr).await;
-            bounded(ctx.limits.workload, "W3", async {
-                for _ in 0..pairs {
-                    t.create(&node, &data, &opts).await?;
-                    t.delete(&node, None).await?;
-                }
-                Ok(())
+            sequential(ctx, "W3", pairs, 2, || async {
+                t.create(&node, &data, &opts).await?;
+                t.delete(&node, None).await
             })
-            .await?;
-            m.stop(2 * pairs as u64).await
+            .await?
         }
     };
     c.delete(&parent, None).await?;

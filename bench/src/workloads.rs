@@ -111,6 +111,25 @@ pub(crate) async fn ensure_node(client: &zk_client::Client, path: &str, data: &[
     }
 }
 
+/// Acquires `zookeeper-client`'s own lock on `base` (Curator layout, node name `lock-`)
+/// within `limit`.
+async fn lock_theirs<'a>(
+    c: &'a zookeeper_client::Client,
+    base: &str,
+    limit: Duration,
+    what: &str,
+) -> Res<zookeeper_client::LockClient<'a>> {
+    bounded(limit, what, async {
+        Ok(c.lock(
+            zookeeper_client::LockPrefix::new_curator(base, "lock-")?,
+            b"",
+            zookeeper_client::Acls::anyone_all(),
+        )
+        .await?)
+    })
+    .await
+}
+
 /// Measures `rounds` calls of `call`, one at a time, within the workload bound; each round
 /// counts as `ops_per_round` operations.
 async fn sequential<F, Fut, T, E>(
@@ -315,15 +334,7 @@ pub(crate) async fn w4(ctx: &Ctx, which: Which, round: usize) -> Res<Sample> {
                 let base = base.clone();
                 tasks.spawn(async move {
                     for _ in 0..per {
-                        let lock = bounded(step, "W4 lock (theirs)", async {
-                            Ok(c.lock(
-                                zookeeper_client::LockPrefix::new_curator(&base, "lock-")?,
-                                b"",
-                                zookeeper_client::Acls::anyone_all(),
-                            )
-                            .await?)
-                        })
-                        .await?;
+                        let lock = lock_theirs(&c, &base, step, "W4 lock (theirs)").await?;
                         // Dropping the LockClient deletes the node in a background task: the
                         // release does not wait for the delete's reply.
                         drop(lock);
@@ -413,15 +424,7 @@ pub(crate) async fn w5(ctx: &Ctx, which: Which, round: usize) -> Res<Herd> {
                     guard.release().await?;
                 }
                 Client2::Theirs(c) => {
-                    let lock = bounded(hold_limit, "W5 lock (theirs)", async {
-                        Ok(c.lock(
-                            zookeeper_client::LockPrefix::new_curator(&base, "lock-")?,
-                            b"",
-                            zookeeper_client::Acls::anyone_all(),
-                        )
-                        .await?)
-                    })
-                    .await?;
+                    let lock = lock_theirs(&c, &base, hold_limit, "W5 lock (theirs)").await?;
                     let _ = acquired_tx.send((idx, Instant::now()));
                     let _ = tokio::time::timeout(hold_limit, go_rx).await;
                     drop(lock);

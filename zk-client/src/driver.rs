@@ -135,8 +135,7 @@ impl Driver {
                 stream = &mut connect => return stream,
                 cmd = self.rx.recv(), if !self.rx_closed => self.on_command(cmd),
                 () = self.timer.as_mut() => {
-                    self.deadline = None;
-                    let _ = self.session.handle_timeout(now());
+                    let _ = self.on_timer();
                 }
             }
             self.publish();
@@ -226,8 +225,7 @@ impl Driver {
                 },
                 cmd = self.rx.recv(), if !self.rx_closed => self.on_command(cmd),
                 () = self.timer.as_mut() => {
-                    self.deadline = None;
-                    if let Err(reason) = self.session.handle_timeout(now()) {
+                    if let Err(reason) = self.on_timer() {
                         break reason;
                     }
                 }
@@ -257,10 +255,7 @@ impl Driver {
             tokio::select! {
                 () = &mut until => return Ok(()),
                 cmd = self.rx.recv(), if !self.rx_closed => self.on_command(cmd),
-                () = self.timer.as_mut() => {
-                    self.deadline = None;
-                    self.session.handle_timeout(now())?;
-                }
+                () = self.timer.as_mut() => self.on_timer()?,
             }
             self.publish();
             if self.session.is_terminal() {
@@ -302,6 +297,13 @@ impl Driver {
                 self.session.handle_shutdown(now);
             }
         }
+    }
+
+    /// The timer fired: it is disarmed and the session handles its deadlines (an `Err` ends
+    /// the connection).
+    fn on_timer(&mut self) -> Result<(), Disconnect> {
+        self.deadline = None;
+        self.session.handle_timeout(now())
     }
 
     /// Points the timer at the session's next deadline. A deadline that moved later (the

@@ -16,7 +16,7 @@ use uuid::Uuid;
 use zk_client::{Client, CreateMode, CreateOptions, Stat};
 
 use super::naming::{self, Intent, Position};
-use super::support::{spawn_cleanup, wait_connected};
+use super::support::{ensure_containers, spawn_cleanup, wait_connected};
 use crate::error::{Error, LossReason, Result};
 
 /// Bound on the turns of each loop below; every turn waits for the server or for a watch,
@@ -128,7 +128,7 @@ async fn create_protected(
     for _ in 0..MAX_TURNS {
         match client.create(&path, &[], &options).await {
             Ok((created, stat)) => return Ok((base_name(&created).to_owned(), stat)),
-            Err(zk_client::Error::NoNode) => ensure_parents(client, &spec.base).await?,
+            Err(zk_client::Error::NoNode) => ensure_containers(client, &spec.base).await?,
             Err(e) if e.is_connection_loss() => {
                 // The create may or may not have happened: look for our guid.
                 wait_connected(client).await?;
@@ -154,17 +154,6 @@ async fn create_protected(
         }
     }
     Err(Error::Client(zk_client::Error::ConnectionLoss))
-}
-
-/// Creates the lock's base path as containers (so the server removes it when empty, as
-/// Curator does with `creatingParentContainersIfNeeded`).
-async fn ensure_parents(client: &Client, base: &str) -> Result<()> {
-    let options = CreateOptions::new(CreateMode::Container);
-    match client.create_all(base, &[], &options).await {
-        Ok(_) | Err(zk_client::Error::NodeExists) => Ok(()),
-        Err(e) if e.is_connection_loss() => wait_connected(client).await,
-        Err(e) => Err(e.into()),
-    }
 }
 
 /// Waits until no node that blocks `ours` is left. Returns false when `try_only` and blocked.

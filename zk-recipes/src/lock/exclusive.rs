@@ -10,7 +10,8 @@ use uuid::Uuid;
 use zk_client::{Client, CreateMode, CreateOptions, Stat};
 
 use super::support::{
-    check_base, deadline_after, delete_guaranteed, local_permit, until, wait_connected,
+    check_base, deadline_after, delete_guaranteed, ensure_containers, local_permit, until,
+    wait_connected,
 };
 use crate::error::{Error, Result};
 use crate::guard::{Hold, LockGuard};
@@ -130,12 +131,7 @@ impl ExclusiveLock {
                         Some(0) | None => "/",
                         Some(i) => &self.path[..i],
                     };
-                    let parents = CreateOptions::new(CreateMode::Container);
-                    match self.client.create_all(parent, &[], &parents).await {
-                        Ok(_) | Err(zk_client::Error::NodeExists) => {}
-                        Err(e) if e.is_connection_loss() => wait_connected(&self.client).await?,
-                        Err(e) => return Err(e.into()),
-                    }
+                    ensure_containers(&self.client, parent).await?;
                 }
                 Err(e) if e.is_connection_loss() => {
                     wait_connected(&self.client).await?;

@@ -28,6 +28,17 @@ pub(crate) struct Inner {
     companion: Option<Arc<Inner>>,
 }
 
+impl Inner {
+    /// The hold of the current task (or thread), if it holds this instance.
+    fn current_hold(&self) -> Option<Arc<Hold>> {
+        let holder = self.holder.lock().ok()?;
+        match holder.as_ref() {
+            Some((owner, hold)) if *owner == Owner::current() => hold.upgrade(),
+            _ => None,
+        }
+    }
+}
+
 /// A fair, re-entrant, distributed lock: waiters are served in the order they queued, and
 /// each waits only for its immediate predecessor, so a release wakes exactly one waiter.
 ///
@@ -146,15 +157,7 @@ impl FairLock {
 
     /// Whether the current task (or thread) holds this instance.
     pub fn is_held_by_current_task(&self) -> bool {
-        self.current_hold().is_some()
-    }
-
-    fn current_hold(&self) -> Option<Arc<Hold>> {
-        let holder = self.inner.holder.lock().ok()?;
-        match holder.as_ref() {
-            Some((owner, hold)) if *owner == Owner::current() => hold.upgrade(),
-            _ => None,
-        }
+        self.inner.current_hold().is_some()
     }
 
     async fn acquire_until(
@@ -162,21 +165,18 @@ impl FairLock {
         deadline: Option<Instant>,
         try_only: bool,
     ) -> Result<Option<LockGuard>> {
-        if let Some(guard) = self.current_hold().and_then(|h| h.try_reenter()) {
+        if let Some(guard) = self.inner.current_hold().and_then(|h| h.try_reenter()) {
             return Ok(Some(guard));
         }
         let Some(permit) = local_permit(&self.inner.local, deadline, try_only).await? else {
             return Ok(None);
         };
-        let own_writer = self.inner.companion.as_ref().and_then(|w| {
-            let holder = w.holder.lock().ok()?;
-            match holder.as_ref() {
-                Some((owner, hold)) if *owner == Owner::current() => hold
-                    .upgrade()
-                    .map(|h| super::acquire::base_name(h.path()).to_owned()),
-                _ => None,
-            }
-        });
+        let own_writer = self
+            .inner
+            .companion
+            .as_ref()
+            .and_then(|w| w.current_hold())
+            .map(|h| super::acquire::base_name(h.path()).to_owned());
         let Some(acquired) = acquire(
             &self.inner.client,
             &self.inner.spec,

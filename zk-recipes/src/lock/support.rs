@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tracing::{debug, warn};
-use zk_client::{Client, SessionState};
+use zk_client::{Client, CreateMode, CreateOptions, SessionState};
 
 use crate::error::{Error, LossReason, Result};
 
@@ -62,6 +62,18 @@ impl Owner {
             Some(id) => Owner::Task(id),
             None => Owner::Thread(std::thread::current().id()),
         }
+    }
+}
+
+/// Creates `path` and its missing ancestors as containers (so the server removes them when
+/// empty, as Curator does with `creatingParentContainersIfNeeded`). A connection loss is
+/// waited out and left to the caller's retry.
+pub(crate) async fn ensure_containers(client: &Client, path: &str) -> Result<()> {
+    let options = CreateOptions::new(CreateMode::Container);
+    match client.create_all(path, &[], &options).await {
+        Ok(_) | Err(zk_client::Error::NodeExists) => Ok(()),
+        Err(e) if e.is_connection_loss() => wait_connected(client).await,
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -74,6 +74,8 @@ pub(crate) struct SessionInfo {
     pub(crate) password: Bytes,
     /// The negotiated session timeout (the requested one before the first session).
     pub(crate) timeout: std::time::Duration,
+    /// How many times a server has accepted the session (see `Client::connection_epoch`).
+    pub(crate) epoch: u64,
 }
 
 impl Default for SessionInfo {
@@ -83,6 +85,7 @@ impl Default for SessionInfo {
             session_id: 0,
             password: Bytes::new(),
             timeout: std::time::Duration::ZERO,
+            epoch: 0,
         }
     }
 }

@@ -242,6 +242,25 @@ impl Client {
         self.inner.info.borrow().timeout
     }
 
+    /// How many connections this client's session has had: 1 once [`connect`](Self::connect)
+    /// returns, one more after each reconnect (0 before the first session).
+    ///
+    /// Two equal readings with [`SessionState::Connected`] at both mean the connection never
+    /// dropped in between, so nothing the server did meanwhile can have been missed by a
+    /// watcher (lock guards use this to never report a lock as held across a disconnection
+    /// they have not looked at yet).
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) {
+    /// let before = client.connection_epoch();
+    /// // ... work ...
+    /// let unbroken = client.connection_epoch() == before && client.state().is_connected();
+    /// # let _ = unbroken; }
+    /// ```
+    pub fn connection_epoch(&self) -> u64 {
+        self.inner.info.borrow().epoch
+    }
+
     /// The current session state.
     pub fn state(&self) -> SessionState {
         self.inner.info.borrow().state

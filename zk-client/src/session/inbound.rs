@@ -52,6 +52,7 @@ impl Session {
         self.negotiated = Duration::from_millis(resp.timeout as u64);
         (self.read_timeout, self.ping_interval) = timers::connection_timers(self.negotiated);
         self.seen_rw |= !resp.read_only;
+        self.epoch += 1;
         self.phase = Phase::Connected {
             read_only: resp.read_only,
         };

@@ -139,6 +139,8 @@ pub(crate) struct Session {
     /// until then the id is a read-only server's and is not resumed elsewhere.
     seen_rw: bool,
     negotiated: Duration,
+    /// Handshakes accepted so far (published as `SessionInfo::epoch`).
+    epoch: u64,
     read_timeout: Duration,
     ping_interval: Duration,
     /// Highest zxid seen in a reply (never from a notification: ZOOKEEPER-4655).
@@ -174,6 +176,7 @@ impl Session {
             session_id: 0,
             password: Bytes::from_static(&EMPTY_PASSWORD),
             seen_rw: false,
+            epoch: 0,
             read_timeout,
             ping_interval,
             last_zxid: 0,
@@ -251,6 +254,7 @@ impl Session {
                 self.password.clone()
             },
             timeout: self.negotiated,
+            epoch: self.epoch,
         })
     }
 

@@ -14,6 +14,10 @@ pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default bound on requests on the wire at once (see [`ClientBuilder::max_outstanding`]).
 pub const DEFAULT_MAX_OUTSTANDING: usize = 1024;
 
+/// Default bound on the events a [`PersistentWatcher`](crate::PersistentWatcher) holds
+/// unread (see [`ClientBuilder::watch_buffer`]).
+pub const DEFAULT_WATCH_BUFFER: usize = 4096;
+
 /// Configures and connects a [`Client`].
 ///
 /// ```no_run
@@ -38,6 +42,9 @@ pub struct ClientBuilder {
     pub(crate) max_frame_len: usize,
     pub(crate) max_outstanding: usize,
     pub(crate) batch_reads: bool,
+    pub(crate) max_request_len: usize,
+    pub(crate) request_timeout: Option<Duration>,
+    pub(crate) watch_buffer: usize,
 }
 
 impl ClientBuilder {
@@ -53,6 +60,9 @@ impl ClientBuilder {
             max_frame_len: zk_proto::DEFAULT_MAX_FRAME_LEN,
             max_outstanding: DEFAULT_MAX_OUTSTANDING,
             batch_reads: true,
+            max_request_len: zk_proto::SERVER_MAX_BUFFER,
+            request_timeout: None,
+            watch_buffer: DEFAULT_WATCH_BUFFER,
         }
     }
 
@@ -115,10 +125,52 @@ impl ClientBuilder {
     }
 
     /// Largest frame accepted from the server (default
-    /// [`zk_proto::DEFAULT_MAX_FRAME_LEN`], Java's `jute.maxbuffer` default). A larger
-    /// frame is a protocol error that drops the connection.
+    /// [`zk_proto::DEFAULT_MAX_FRAME_LEN`], 4 MiB, the newer Java clients' default). A larger
+    /// frame is a protocol error that drops the connection. The default reads any node the
+    /// default server accepts (up to its 1 MiB `jute.maxbuffer` of data plus the reply's
+    /// header and stat) and child listings up to 4 MiB.
     pub fn max_frame_len(mut self, len: usize) -> Self {
         self.max_frame_len = len;
+        self
+    }
+
+    /// Largest request sent (default [`zk_proto::SERVER_MAX_BUFFER`], 1,048,575 bytes:
+    /// the server's default `jute.maxbuffer`). Set it to the `jute.maxbuffer` of your
+    /// servers if they changed it.
+    ///
+    /// A server drops the connection of a client that sends a larger packet, failing every
+    /// call in flight with `ConnectionLoss`. A call whose request (header and body) is larger
+    /// than this fails alone with [`Error::RequestTooLarge`](crate::Error::RequestTooLarge)
+    /// instead, and nothing is sent.
+    pub fn max_request_len(mut self, len: usize) -> Self {
+        self.max_request_len = len;
+        self
+    }
+
+    /// Bound on how long a call on the wire waits for its reply (default: none).
+    ///
+    /// For servers that answer pings but not calls (a stuck request pipeline): when the
+    /// oldest call in flight has waited this long, it fails with
+    /// [`Error::Timeout`](crate::Error::Timeout) (it may or may not have been applied), the
+    /// connection is dropped (replies are matched in order, so one missing reply blocks every
+    /// later one), other calls in flight fail with `ConnectionLoss`, and the client
+    /// reconnects, to another server when there is one. Time spent waiting for a connection
+    /// or a window slot does not count (see [`reconnect_wait`](Self::reconnect_wait)).
+    ///
+    /// Choose it well above the slowest call you expect: a `sync` or a large `multi` on a
+    /// loaded ensemble can take seconds.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = Some(timeout);
+        self
+    }
+
+    /// How many events a [`PersistentWatcher`](crate::PersistentWatcher) holds unread
+    /// (default [`DEFAULT_WATCH_BUFFER`], 4096). When it is full, further events are dropped
+    /// and the watcher reports [`Error::Lagged`](crate::Error::Lagged) with their count at
+    /// that point of the stream, so a slow reader costs bounded memory and still learns that
+    /// it must re-read. One-shot watchers hold one event and are not affected.
+    pub fn watch_buffer(mut self, events: usize) -> Self {
+        self.watch_buffer = events.max(1);
         self
     }
 

@@ -11,10 +11,11 @@ use crate::path::Chroot;
 /// Port used when a host in the connect string has none.
 pub(crate) const DEFAULT_PORT: u16 = 2181;
 
-/// Longest pause between two sweeps over the host list.
-const MAX_BACKOFF: Duration = Duration::from_secs(1);
-/// Pause after the first failed sweep; doubles per failed sweep up to [`MAX_BACKOFF`].
-const BASE_BACKOFF: Duration = Duration::from_millis(20);
+/// Longest pause before a connection attempt (the Java client pauses up to 1 s before every
+/// reconnect).
+pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(1);
+/// Pause after the first failed attempt; doubles per failed attempt up to [`MAX_BACKOFF`].
+const BASE_BACKOFF: Duration = Duration::from_millis(50);
 
 /// Parses `"host1:2181,host2:2181/chroot"` into `host:port` strings and the chroot.
 ///
@@ -57,15 +58,18 @@ pub(crate) fn parse_connect_string(s: &str) -> Result<(Vec<String>, Chroot)> {
 
 /// The servers of the connect string, shuffled once, tried in rotation.
 ///
-/// Shuffling spreads the clients of one application over the ensemble. After a disconnect
-/// the next host is tried at once; only after a full sweep failed does the client pause,
-/// with jittered exponential backoff (20 ms doubling to 1 s), so a fleet of clients
-/// that lost the same server does not reconnect in lockstep.
+/// Shuffling spreads the clients of one application over the ensemble. Every attempt after a
+/// failed one waits a jittered, exponentially growing pause (25-50 ms, doubling up to
+/// 0.5-1 s), so a fleet of clients never hammers a struggling ensemble and does not reconnect
+/// in lockstep. An attempt fails when the TCP connect or the handshake fails, and also when
+/// the session was established but the connection did not last (see
+/// [`on_connection_end`](Self::on_connection_end)): a server that completes the handshake and
+/// hangs up at once does not reset the backoff.
 #[derive(Debug)]
 pub(crate) struct HostList {
     hosts: Vec<String>,
     next: usize,
-    /// Attempts since the last successful session handshake.
+    /// Failed attempts since the last connection that lasted.
     failures: u32,
 }
 
@@ -103,26 +107,34 @@ impl HostList {
         self.next = index % self.hosts.len();
     }
 
-    /// How long to wait before the next attempt.
-    pub(crate) fn backoff(&self) -> Duration {
-        let sweeps = self.failures / self.hosts.len() as u32;
-        if self.failures == 0 || !self.failures.is_multiple_of(self.hosts.len() as u32) {
+    /// How long to wait before the next attempt, at most `max`: nothing after a connection
+    /// that lasted, else uniform in [b/2, b] where b doubles per failed attempt from 50 ms.
+    pub(crate) fn backoff(&self, max: Duration) -> Duration {
+        if self.failures == 0 {
             return Duration::ZERO;
         }
         let exp = BASE_BACKOFF
-            .saturating_mul(1u32 << (sweeps - 1).min(10))
-            .min(MAX_BACKOFF);
-        // Uniform in [exp/2, exp].
+            .saturating_mul(1u32 << (self.failures - 1).min(10))
+            .min(max);
         let jitter = rand::thread_rng().gen_range(0..=exp.as_micros() as u64 / 2);
         exp / 2 + Duration::from_micros(jitter)
     }
 
+    /// A connection attempt failed (TCP connect or handshake).
     pub(crate) fn on_failure(&mut self) {
         self.failures = self.failures.saturating_add(1);
     }
 
-    pub(crate) fn on_success(&mut self) {
-        self.failures = 0;
+    /// A connection whose session was established for `lasted` (`None`: never established)
+    /// ended. One that lasted `stable` or longer was good: the next attempt goes at once.
+    /// Anything shorter counts as a failed attempt, so a server that accepts the session and
+    /// hangs up at once is retried with growing pauses, not in a loop.
+    pub(crate) fn on_connection_end(&mut self, lasted: Option<Duration>, stable: Duration) {
+        if lasted.is_some_and(|d| d >= stable) {
+            self.failures = 0;
+        } else {
+            self.on_failure();
+        }
     }
 }
 
@@ -149,18 +161,25 @@ mod tests {
         let first: Vec<_> = (0..3).map(|_| list.next_host().0).collect();
         assert_eq!(first, [0, 1, 2]);
         assert_eq!(list.next_host().0, 0);
-        assert_eq!(list.backoff(), Duration::ZERO);
-        for _ in 0..3 {
-            list.on_failure();
-        }
-        let b = list.backoff();
+        assert_eq!(list.backoff(MAX_BACKOFF), Duration::ZERO);
+        list.on_failure();
+        let b = list.backoff(MAX_BACKOFF);
         assert!(b >= BASE_BACKOFF / 2 && b <= BASE_BACKOFF, "{b:?}");
+        list.on_failure();
+        let b = list.backoff(MAX_BACKOFF);
+        assert!(b >= BASE_BACKOFF && b <= BASE_BACKOFF * 2, "{b:?}");
         for _ in 0..300 {
             list.on_failure();
         }
-        assert!(list.backoff() <= MAX_BACKOFF);
-        list.on_success();
-        assert_eq!(list.backoff(), Duration::ZERO);
+        let b = list.backoff(MAX_BACKOFF);
+        assert!(b >= MAX_BACKOFF / 2 && b <= MAX_BACKOFF, "{b:?}");
+        assert!(list.backoff(MAX_BACKOFF / 2) <= MAX_BACKOFF / 2);
+        // A session that was established but did not last is a failure too.
+        let stable = Duration::from_secs(4);
+        list.on_connection_end(Some(Duration::from_millis(3)), stable);
+        assert!(list.backoff(MAX_BACKOFF) >= MAX_BACKOFF / 2);
+        list.on_connection_end(Some(stable), stable);
+        assert_eq!(list.backoff(MAX_BACKOFF), Duration::ZERO);
         assert_eq!(
             list.others(1).iter().map(|h| h.0).collect::<Vec<_>>(),
             [2, 0]

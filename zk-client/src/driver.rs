@@ -20,7 +20,7 @@ use tokio::time::{sleep, timeout, Sleep};
 use tracing::{debug, trace};
 use zk_proto::frame::decode_frame;
 
-use crate::connect::HostList;
+use crate::connect::{HostList, MAX_BACKOFF};
 use crate::session::{Command, Disconnect, Session};
 use crate::watch::{SessionInfo, SessionState};
 
@@ -42,6 +42,9 @@ const READ_DEFER: Duration = Duration::from_millis(1);
 /// Read-only probing: first pause, doubling up to the max (Java: 100 ms .. 60 s).
 const PROBE_MIN: Duration = Duration::from_millis(100);
 const PROBE_MAX: Duration = Duration::from_secs(5);
+/// Longest pause between attempts to reach a server while closing a given-up session: the
+/// quorum may be back any moment, and the session's nodes block others until it is closed.
+const REAP_MAX_BACKOFF: Duration = Duration::from_millis(500);
 
 type Probe = Pin<Box<dyn Future<Output = Option<usize>> + Send>>;
 
@@ -93,10 +96,15 @@ impl Driver {
         }
     }
 
-    /// Runs until the session is terminal.
+    /// Runs until the session is over and nothing is left to do (see `Session::is_done`).
     pub(crate) async fn run(mut self) {
-        while !self.session.is_terminal() {
-            let delay = self.hosts.backoff();
+        while !self.session.is_done() {
+            let max = if self.session.is_reaping() {
+                REAP_MAX_BACKOFF
+            } else {
+                MAX_BACKOFF
+            };
+            let delay = self.hosts.backoff(max);
             let (index, addr) = self.hosts.next_host();
             let addr = addr.to_owned();
             match self.attempt(delay, &addr).await {
@@ -139,7 +147,7 @@ impl Driver {
                 }
             }
             self.publish();
-            if self.session.is_terminal() {
+            if self.session.is_done() {
                 return None;
             }
         }
@@ -153,7 +161,7 @@ impl Driver {
         self.session.handle_connected(now());
         let mut rbuf = BytesMut::with_capacity(READ_BUF);
         let mut wbuf = Bytes::new();
-        let mut established = false;
+        let mut established: Option<Instant> = None;
         let mut probe: Option<Probe> = None;
         let mut probe_delay = PROBE_MIN;
         let mut pause = false;
@@ -164,13 +172,12 @@ impl Driver {
                 }
             }
             self.publish();
-            if self.session.is_terminal() {
+            if self.session.is_done() {
                 // Best effort: e.g. nothing, or the tail of a reply we no longer need.
                 return;
             }
-            if !established && self.session.is_connected() {
-                established = true;
-                self.hosts.on_success();
+            if established.is_none() && self.session.is_connected() {
+                established = Some(now());
                 debug!(addr, "connected");
             }
             if self.session.is_read_only() && probe.is_none() && self.hosts.len() > 1 {
@@ -239,8 +246,12 @@ impl Driver {
                 }
             }
         };
-        self.session.handle_disconnect(&reason, now());
-        self.hosts.on_failure();
+        let now = now();
+        self.session.handle_disconnect(&reason, now);
+        self.hosts.on_connection_end(
+            established.map(|t| now.saturating_duration_since(t)),
+            self.session.stable_after(),
+        );
         self.publish();
     }
 
@@ -258,7 +269,7 @@ impl Driver {
                 () = self.timer.as_mut() => self.on_timer()?,
             }
             self.publish();
-            if self.session.is_terminal() {
+            if self.session.is_done() {
                 return Ok(());
             }
         }
@@ -266,7 +277,7 @@ impl Driver {
 
     fn on_read(&mut self, rbuf: &mut BytesMut) -> Result<(), Disconnect> {
         let now = now();
-        while !self.session.is_terminal() {
+        while !self.session.is_done() {
             match decode_frame(rbuf, self.cfg.max_frame_len) {
                 Ok(Some(frame)) => self.session.handle_frame(frame, now)?,
                 Ok(None) => break,

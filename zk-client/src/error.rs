@@ -56,9 +56,35 @@ pub enum Error {
     /// The client was closed.
     #[error("client closed")]
     Closed,
-    /// A local bound elapsed (the first connect, or a call waiting for a reconnect).
+    /// A local bound elapsed: the first connect, a call waiting for a reconnect, or a call
+    /// the server did not answer within the
+    /// [`request_timeout`](crate::ClientBuilder::request_timeout). The operation may or may
+    /// not have been applied.
     #[error("timed out")]
     Timeout,
+    /// A request is larger than the server accepts (its `jute.maxbuffer`; see
+    /// [`ClientBuilder::max_request_len`](crate::ClientBuilder::max_request_len)). Nothing was
+    /// sent: the server would have dropped the connection, failing other calls too.
+    #[error("request of {len} bytes is larger than the server accepts ({max} bytes)")]
+    RequestTooLarge {
+        /// The request's length on the wire (header and body, without the length prefix).
+        len: usize,
+        /// The configured limit.
+        max: usize,
+    },
+    /// A [`PersistentWatcher`](crate::PersistentWatcher) was not read fast enough: `missed`
+    /// events were dropped at this point of the stream (its buffer is bounded, see
+    /// [`ClientBuilder::watch_buffer`](crate::ClientBuilder::watch_buffer)). Not terminal:
+    /// later events follow. Re-read the state you follow, as after any gap.
+    #[error("watcher lagged: {missed} events dropped")]
+    Lagged {
+        /// How many events were dropped.
+        missed: u64,
+    },
+    /// The server's reply decodes but does not answer the request (for example a `multi`
+    /// reply with another number of results than ops). The call failed; the session goes on.
+    #[error("unexpected reply: {0}")]
+    UnexpectedReply(&'static str),
     /// A multi (transaction) failed: the op at `index` failed with `code` and nothing was
     /// applied.
     #[error("multi op {index} failed: {code:?}")]

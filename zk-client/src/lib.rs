@@ -114,12 +114,15 @@ mod config;
 mod connect;
 mod driver;
 mod error;
+mod event_queue;
 mod path;
 mod session;
 mod watch;
 
 pub use client::{Client, CreateOptions, Op, OpResult, ReadOp, ReadResult, Transaction};
-pub use config::{ClientBuilder, DEFAULT_MAX_OUTSTANDING, DEFAULT_SESSION_TIMEOUT};
+pub use config::{
+    ClientBuilder, DEFAULT_MAX_OUTSTANDING, DEFAULT_SESSION_TIMEOUT, DEFAULT_WATCH_BUFFER,
+};
 pub use error::{Error, Result};
 pub use watch::{
     AddWatchMode, EventType, PersistentWatcher, SessionState, StateWatcher, WatchedEvent, Watcher,

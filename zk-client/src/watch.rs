@@ -9,6 +9,7 @@ use bytes::Bytes;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::error::{Error, Result};
+use crate::event_queue::EventReceiver;
 use crate::session::{Command, WatchKind};
 
 pub use zk_proto::records::{AddWatchMode, EventType, WatcherType};
@@ -315,16 +316,23 @@ impl Drop for Watcher {
 ///
 /// Dropping it drops interest; when no other watcher of this client is left on the path, the
 /// client also removes the server-side watch (`removeWatches` of kind `Any`).
+///
+/// # Lagging
+///
+/// Events wait in a bounded queue ([`ClientBuilder::watch_buffer`](crate::ClientBuilder::watch_buffer),
+/// 4096 by default). A reader that falls that far behind gets every queued event, then one
+/// [`Error::Lagged`] with the number of events dropped, then the events that came after; it
+/// should re-read the state it follows at that point.
 #[derive(Debug)]
 pub struct PersistentWatcher {
-    rx: mpsc::UnboundedReceiver<Result<WatchedEvent>>,
+    rx: EventReceiver,
     terminal: Option<Error>,
     on_drop: Option<DropHook>,
 }
 
 impl PersistentWatcher {
     pub(crate) fn new(
-        rx: mpsc::UnboundedReceiver<Result<WatchedEvent>>,
+        rx: EventReceiver,
         commands: mpsc::WeakUnboundedSender<Command>,
         server_path: String,
         kind: WatchKind,
@@ -346,7 +354,12 @@ impl PersistentWatcher {
     ///
     /// `SessionExpired`, `AuthFailed` or `Closed` once the session ended (then always the
     /// same error); `Closed` after the watch was removed with
-    /// [`Client::remove_watches`](crate::Client::remove_watches).
+    /// [`Client::remove_watches`](crate::Client::remove_watches). [`Error::Lagged`] where
+    /// events were dropped because they were not read (not terminal: later events follow).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: an event is taken from the queue only when the future completes.
     pub async fn next(&mut self) -> Result<WatchedEvent> {
         std::future::poll_fn(|cx| self.poll_event(cx)).await
     }
@@ -357,16 +370,11 @@ impl PersistentWatcher {
             return Poll::Ready(Err(err.clone()));
         }
         match self.rx.poll_recv(cx) {
-            Poll::Ready(Some(Ok(event))) => Poll::Ready(Ok(event)),
-            Poll::Ready(Some(Err(err))) => {
+            Poll::Ready(Err(err)) if !matches!(err, Error::Lagged { .. }) => {
                 self.terminal = Some(err.clone());
                 Poll::Ready(Err(err))
             }
-            Poll::Ready(None) => {
-                self.terminal = Some(Error::Closed);
-                Poll::Ready(Err(Error::Closed))
-            }
-            Poll::Pending => Poll::Pending,
+            other => other,
         }
     }
 }

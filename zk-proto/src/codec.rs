@@ -49,6 +49,24 @@ pub fn decode_exact<T: Record>(mut buf: Bytes) -> Result<T, DecodeError> {
     Ok(value)
 }
 
+/// Decodes a record from the front of `buf` and ignores whatever follows it.
+///
+/// For what a server sends: newer servers append fields that older clients do not know, and
+/// the Java client reads the fields it knows and ignores the rest. A record that is cut
+/// short is still an error.
+///
+/// ```
+/// use zk_proto::{decode_prefix, DecodeError, records::GetDataRequest};
+/// let req: GetDataRequest =
+///     decode_prefix(bytes::Bytes::from_static(&[0, 0, 0, 1, b'/', 0, 9])).unwrap();
+/// assert_eq!(req.path, "/");
+/// let short = decode_prefix::<GetDataRequest>(bytes::Bytes::from_static(&[0, 0, 0, 1, b'/']));
+/// assert!(matches!(short, Err(DecodeError::UnexpectedEof { .. })));
+/// ```
+pub fn decode_prefix<T: Record>(mut buf: Bytes) -> Result<T, DecodeError> {
+    T::decode(&mut buf)
+}
+
 /// Encodes a record into a new buffer.
 pub fn encode_to_bytes<T: Record>(record: &T) -> Bytes {
     let mut buf = BytesMut::new();

@@ -8,12 +8,19 @@ use tokio_util::codec::{Decoder, Encoder};
 
 use crate::DecodeError;
 
-/// Default maximum frame length: 1,048,575 bytes (`0xfffff`).
+/// Default maximum length of a frame read from a server: 4 MiB.
 ///
-/// This is `ZKClientConfig.CLIENT_MAX_PACKET_LENGTH_DEFAULT` of the 3.8 Java client, which is
-/// also the server's default `jute.maxbuffer`; a server never sends a larger packet unless it
-/// was configured to.
-pub const DEFAULT_MAX_FRAME_LEN: usize = 0xfffff;
+/// This is `ZKClientConfig.CLIENT_MAX_PACKET_LENGTH_DEFAULT` of the newer Java clients
+/// (`4096 * 1024`; older ones used `0xfffff`). Replies can be larger than
+/// [`SERVER_MAX_BUFFER`]: the server accepts a node whose `setData` request fits in it, and
+/// its `getData` reply adds a 16-byte header and an 68-byte stat (measured: a 1,048,531-byte
+/// node, whose reply a `0xfffff` limit cannot read); child listings are not bounded at all.
+pub const DEFAULT_MAX_FRAME_LEN: usize = 4096 * 1024;
+
+/// The server's default `jute.maxbuffer`: 1,048,575 bytes (`0xfffff`). A server drops the
+/// connection of a client whose packet (after the length prefix) is longer, so clients check
+/// requests against it before sending.
+pub const SERVER_MAX_BUFFER: usize = 0xfffff;
 
 /// Size of the length prefix.
 pub const LENGTH_PREFIX_LEN: usize = 4;

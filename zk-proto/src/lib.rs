@@ -59,10 +59,10 @@ pub mod stat;
 pub mod xid;
 
 pub use acl::{Acl, Id, Perms};
-pub use codec::{decode_exact, encode_to_bytes, Record};
+pub use codec::{decode_exact, decode_prefix, encode_to_bytes, Record};
 pub use error::DecodeError;
 pub use error_code::ErrorCode;
-pub use frame::{FrameCodec, FrameError, DEFAULT_MAX_FRAME_LEN};
+pub use frame::{FrameCodec, FrameError, DEFAULT_MAX_FRAME_LEN, SERVER_MAX_BUFFER};
 pub use header::{ReplyHeader, RequestHeader};
 pub use op_code::OpCode;
 pub use stat::Stat;

@@ -3,7 +3,7 @@
 use std::future::Future;
 
 use zk_proto::records::{GetAclRequest, GetAclResponse, SetAclRequest, SetAclResponse};
-use zk_proto::{decode_exact, Acl, OpCode, Stat};
+use zk_proto::{decode_prefix, Acl, OpCode, Stat};
 
 use super::{encode, Client};
 use crate::error::{Error, Result};
@@ -28,7 +28,7 @@ impl Client {
             .server_path(path)
             .map(|path| self.request(OpCode::GetAcl, encode(&GetAclRequest { path }), None));
         async move {
-            let resp: GetAclResponse = decode_exact(reply?.await?)?;
+            let resp: GetAclResponse = decode_prefix(reply?.await?)?;
             Ok((resp.acl, resp.stat))
         }
     }
@@ -66,7 +66,7 @@ impl Client {
             })
         };
         async move {
-            let resp: SetAclResponse = decode_exact(reply?.await?)?;
+            let resp: SetAclResponse = decode_prefix(reply?.await?)?;
             Ok(resp.stat)
         }
     }

@@ -6,7 +6,7 @@ use zk_proto::records::{
     GetAllChildrenNumberRequest, GetAllChildrenNumberResponse, GetChildren2Request,
     GetChildren2Response, GetEphemeralsRequest, GetEphemeralsResponse,
 };
-use zk_proto::{decode_exact, OpCode, Stat};
+use zk_proto::{decode_prefix, OpCode, Stat};
 
 use super::node::one_shot;
 use super::{encode, Client};
@@ -37,7 +37,7 @@ impl Client {
             self.request(OpCode::GetChildren2, body, None)
         });
         async move {
-            let resp: GetChildren2Response = decode_exact(reply?.await?)?;
+            let resp: GetChildren2Response = decode_prefix(reply?.await?)?;
             Ok((resp.children, resp.stat))
         }
     }
@@ -65,7 +65,7 @@ impl Client {
         });
         async move {
             let (reply, watcher) = reply?;
-            let resp: GetChildren2Response = decode_exact(reply.await?)?;
+            let resp: GetChildren2Response = decode_prefix(reply.await?)?;
             Ok((resp.children, resp.stat, watcher))
         }
     }
@@ -88,7 +88,7 @@ impl Client {
         });
         let chroot = self.chroot().clone();
         async move {
-            let resp: GetEphemeralsResponse = decode_exact(reply?.await?)?;
+            let resp: GetEphemeralsResponse = decode_prefix(reply?.await?)?;
             Ok(resp
                 .ephemerals
                 .into_iter()
@@ -118,7 +118,7 @@ impl Client {
             self.request(OpCode::GetAllChildrenNumber, body, None)
         });
         async move {
-            let resp: GetAllChildrenNumberResponse = decode_exact(reply?.await?)?;
+            let resp: GetAllChildrenNumberResponse = decode_prefix(reply?.await?)?;
             Ok(resp.total_number)
         }
     }

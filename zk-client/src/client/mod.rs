@@ -26,7 +26,7 @@ use zk_proto::records::{
     AuthPacket, ClientInfo, GetDataRequest, GetDataResponse, SyncRequest, WhoAmIResponse,
     CONFIG_NODE,
 };
-use zk_proto::{decode_exact, OpCode, Record, Stat};
+use zk_proto::{decode_prefix, OpCode, Record, Stat};
 
 use crate::config::ClientBuilder;
 use crate::connect::{parse_connect_string, HostList};
@@ -59,6 +59,8 @@ struct Inner {
     /// Never read: a template to subscribe `StateWatcher`s from.
     transitions: broadcast::Receiver<SessionState>,
     chroot: Chroot,
+    /// Capacity of each persistent watcher's event queue.
+    watch_buffer: usize,
 }
 
 impl fmt::Debug for Client {
@@ -142,6 +144,8 @@ impl Client {
             reconnect_wait: b.reconnect_wait.unwrap_or(b.session_timeout),
             chroot: chroot.clone(),
             set_watches_batch: SET_WATCHES_BATCH_BYTES,
+            max_request_len: b.max_request_len,
+            request_timeout: b.request_timeout,
         };
         let session = Session::new(cfg, now());
         let (tx, rx) = mpsc::unbounded_channel();
@@ -171,6 +175,7 @@ impl Client {
                 info: info_rx,
                 transitions,
                 chroot,
+                watch_buffer: b.watch_buffer,
             }),
         };
         let auths: Vec<_> = b
@@ -221,6 +226,10 @@ impl Client {
 
     pub(crate) fn chroot(&self) -> &Chroot {
         &self.inner.chroot
+    }
+
+    pub(crate) fn watch_buffer(&self) -> usize {
+        self.inner.watch_buffer
     }
 
     pub(crate) fn commands(&self) -> &mpsc::UnboundedSender<Command> {
@@ -312,7 +321,7 @@ impl Client {
     pub fn whoami(&self) -> impl Future<Output = Result<Vec<ClientInfo>>> + Send + 'static {
         let reply = self.request(OpCode::WhoAmI, Bytes::new(), None);
         async move {
-            let resp: WhoAmIResponse = decode_exact(reply.await?)?;
+            let resp: WhoAmIResponse = decode_prefix(reply.await?)?;
             Ok(resp.client_info)
         }
     }
@@ -333,7 +342,7 @@ impl Client {
         });
         let reply = self.request(OpCode::GetData, body, None);
         async move {
-            let resp: GetDataResponse = decode_exact(reply.await?)?;
+            let resp: GetDataResponse = decode_prefix(reply.await?)?;
             Ok((resp.data, resp.stat))
         }
     }

@@ -7,7 +7,7 @@ use zk_proto::records::{
     CheckVersionRequest, DeleteRequest, GetChildrenRequest, GetDataRequest, MultiOp, MultiRequest,
     MultiResponse, MultiResult, SetDataRequest,
 };
-use zk_proto::{decode_exact, ErrorCode, OpCode, Record, Stat};
+use zk_proto::{decode_prefix, ErrorCode, OpCode, Record, Stat};
 
 use super::node::create_op;
 use super::{Client, CreateOptions};
@@ -269,12 +269,14 @@ impl Client {
     ///
     /// `Error::Multi { index, code }` when op `index` failed with `code` (nothing was
     /// applied); `InvalidPath`/`InvalidAcl`/`InvalidArgument` for an op rejected before
-    /// sending; plus the session errors.
+    /// sending; `UnexpectedReply` when the reply has another number of results than `ops`;
+    /// plus the session errors.
     pub fn multi(
         &self,
         ops: &[Op],
     ) -> impl Future<Output = Result<Vec<OpResult>>> + Send + 'static {
         let chroot = self.chroot().clone();
+        let expected = ops.len();
         let reply = ops
             .iter()
             .map(|op| op.to_multi_op(&chroot))
@@ -285,7 +287,8 @@ impl Client {
                 self.request(OpCode::Multi, body.freeze(), None)
             });
         async move {
-            let resp: MultiResponse = decode_exact(reply?.await?)?;
+            let resp: MultiResponse = decode_prefix(reply?.await?)?;
+            check_count(resp.results.len(), expected)?;
             if let Some((index, code)) =
                 resp.results.iter().enumerate().find_map(|(i, r)| match r {
                     MultiResult::Error(code) if !code.is_ok() => Some((i, *code)),
@@ -341,6 +344,7 @@ impl Client {
         ops: &[ReadOp],
     ) -> impl Future<Output = Result<Vec<ReadResult>>> + Send + 'static {
         let chroot = self.chroot();
+        let expected = ops.len();
         let reply = ops
             .iter()
             .map(|op| {
@@ -358,7 +362,8 @@ impl Client {
                 self.request(OpCode::MultiRead, body.freeze(), None)
             });
         async move {
-            let resp: MultiResponse = decode_exact(reply?.await?)?;
+            let resp: MultiResponse = decode_prefix(reply?.await?)?;
+            check_count(resp.results.len(), expected)?;
             Ok(resp
                 .results
                 .into_iter()
@@ -375,5 +380,17 @@ impl Client {
                 })
                 .collect())
         }
+    }
+}
+
+/// A multi reply must have one result per op: anything else is the server breaking the
+/// protocol, and results could be matched to the wrong ops.
+fn check_count(results: usize, ops: usize) -> Result<()> {
+    if results == ops {
+        Ok(())
+    } else {
+        Err(Error::UnexpectedReply(
+            "multi reply has another number of results than the request had ops",
+        ))
     }
 }

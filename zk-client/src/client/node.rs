@@ -8,7 +8,7 @@ use zk_proto::records::{
     Create2Response, CreateMode, CreateRequest, CreateTtlRequest, DeleteRequest, ExistsRequest,
     ExistsResponse, GetDataRequest, GetDataResponse, MultiOp, SetDataRequest, SetDataResponse,
 };
-use zk_proto::{decode_exact, OpCode, Stat};
+use zk_proto::{decode_prefix, OpCode, Stat};
 
 use super::{encode, Client, CreateOptions};
 use crate::error::{Error, Result};
@@ -129,7 +129,7 @@ impl Client {
         });
         let chroot = self.chroot().clone();
         async move {
-            let resp: Create2Response = decode_exact(reply?.await?)?;
+            let resp: Create2Response = decode_prefix(reply?.await?)?;
             Ok((chroot.strip_owned(resp.path), resp.stat))
         }
     }
@@ -247,7 +247,7 @@ impl Client {
         });
         async move {
             match reply?.await {
-                Ok(body) => Ok(Some(decode_exact::<ExistsResponse>(body)?.stat)),
+                Ok(body) => Ok(Some(decode_prefix::<ExistsResponse>(body)?.stat)),
                 Err(Error::NoNode) => Ok(None),
                 Err(err) => Err(err),
             }
@@ -279,7 +279,7 @@ impl Client {
         async move {
             let (reply, watcher) = reply?;
             match reply.await {
-                Ok(body) => Ok((Some(decode_exact::<ExistsResponse>(body)?.stat), watcher)),
+                Ok(body) => Ok((Some(decode_prefix::<ExistsResponse>(body)?.stat), watcher)),
                 Err(Error::NoNode) => Ok((None, watcher)),
                 Err(err) => Err(err),
             }
@@ -309,7 +309,7 @@ impl Client {
             )
         });
         async move {
-            let resp: GetDataResponse = decode_exact(reply?.await?)?;
+            let resp: GetDataResponse = decode_prefix(reply?.await?)?;
             Ok((resp.data, resp.stat))
         }
     }
@@ -335,7 +335,7 @@ impl Client {
         });
         async move {
             let (reply, watcher) = reply?;
-            let resp: GetDataResponse = decode_exact(reply.await?)?;
+            let resp: GetDataResponse = decode_prefix(reply.await?)?;
             Ok((resp.data, resp.stat, watcher))
         }
     }
@@ -367,7 +367,7 @@ impl Client {
             self.request(OpCode::SetData, body, None)
         });
         async move {
-            let resp: SetDataResponse = decode_exact(reply?.await?)?;
+            let resp: SetDataResponse = decode_prefix(reply?.await?)?;
             Ok(resp.stat)
         }
     }

@@ -2,12 +2,12 @@
 
 use std::future::Future;
 
-use tokio::sync::mpsc;
 use zk_proto::records::{AddWatchMode, AddWatchRequest, RemoveWatchesRequest, WatcherType};
 use zk_proto::OpCode;
 
 use super::{encode, Client};
 use crate::error::Result;
+use crate::event_queue::event_queue;
 use crate::session::{WatchAction, WatchKind, WatchSender};
 use crate::watch::PersistentWatcher;
 
@@ -37,7 +37,7 @@ impl Client {
         mode: AddWatchMode,
     ) -> impl Future<Output = Result<PersistentWatcher>> + Send + 'static {
         let reply = self.server_path(path).map(|path| {
-            let (tx, rx) = mpsc::unbounded_channel();
+            let (tx, rx) = event_queue(self.watch_buffer());
             let kind = match mode {
                 AddWatchMode::Persistent => WatchKind::Persistent,
                 AddWatchMode::PersistentRecursive => WatchKind::PersistentRecursive,

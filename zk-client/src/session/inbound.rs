@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tracing::{debug, trace, warn};
 use zk_proto::records::{ConnectResponse, EventType, WatcherEvent};
-use zk_proto::{decode_exact, xid as special, ErrorCode, OpCode, Record, ReplyHeader};
+use zk_proto::{decode_prefix, xid as special, ErrorCode, OpCode, Record, ReplyHeader};
 
 use super::pending::InFlight;
 use super::{timers, write_packet, Disconnect, Phase, Session, WatchAction, WatchKind};
@@ -22,6 +22,7 @@ impl Session {
                 self.last_heard = Some(now);
                 self.handle_reply(frame, now)
             }
+            Phase::Reaping { until, step } => self.reap_frame(until, step, frame, now),
             Phase::Idle | Phase::Terminal => Ok(()),
         }
     }
@@ -40,7 +41,21 @@ impl Session {
             self.terminate(SessionState::Expired);
             return Ok(());
         }
+        let resumed = self.seen_rw && self.session_id != 0;
+        if resumed && resp.session_id != self.session_id {
+            // A server never answers a resume with another session: the old one is gone
+            // (with its ephemeral nodes and watches), and carrying on silently under a new id
+            // would hide that from every lock and watcher. End it as expired.
+            warn!(
+                old = format_args!("{:#x}", self.session_id),
+                new = format_args!("{:#x}", resp.session_id),
+                "resume answered with another session id: the session is gone"
+            );
+            self.terminate(SessionState::Expired);
+            return Err(Disconnect::SessionReplaced);
+        }
         if self.session_id != 0 && resp.session_id != self.session_id {
+            // The id of a session only ever seen on read-only servers is not resumed.
             debug!(
                 old = self.session_id,
                 new = resp.session_id,
@@ -95,7 +110,7 @@ impl Session {
         let header = ReplyHeader::decode(&mut frame)?;
         match header.xid {
             special::NOTIFICATION => {
-                let event: WatcherEvent = decode_exact(frame)?;
+                let event: WatcherEvent = decode_prefix(frame)?;
                 if event.event_type == EventType::None {
                     debug!(state = ?event.state, "session event from the server");
                     return Ok(());

@@ -32,6 +32,7 @@
 
 mod inbound;
 mod pending;
+mod reap;
 mod request;
 pub(crate) mod timers;
 mod watches;
@@ -81,6 +82,10 @@ pub(crate) struct SessionConfig {
     pub(crate) chroot: Chroot,
     /// Most bytes of paths per SetWatches packet.
     pub(crate) set_watches_batch: usize,
+    /// Largest request (header and body) the server accepts.
+    pub(crate) max_request_len: usize,
+    /// Bound on waiting for a reply once a request is on the wire.
+    pub(crate) request_timeout: Option<Duration>,
 }
 
 /// Why the current connection must be dropped.
@@ -98,6 +103,10 @@ pub(crate) enum Disconnect {
     Transport,
     /// Leaving a read-only server for a read/write one.
     ToReadWrite,
+    /// The oldest request in flight waited longer than the request timeout.
+    RequestTimeout,
+    /// The server answered a resume with another session id (the old session is gone).
+    SessionReplaced,
 }
 
 impl From<DecodeError> for Disconnect {
@@ -114,7 +123,11 @@ enum Phase {
     Handshaking { deadline: Instant },
     /// Session established on this connection.
     Connected { read_only: bool },
-    /// Expired, closed or auth failed.
+    /// The session is over for the user, but it was given up locally (no server could be
+    /// reached): the client keeps reconnecting with its id, only to close it on the server
+    /// (see `reap.rs`).
+    Reaping { until: Instant, step: reap::Step },
+    /// Expired, closed or auth failed, and nothing left to do.
     Terminal,
 }
 
@@ -154,8 +167,9 @@ pub(crate) struct Session {
     /// Callers waiting for the replies (xid -4) of auth packets on this connection, in order.
     auth_waiters: VecDeque<Option<oneshot::Sender<Result<Bytes>>>>,
     set_watches_pending: usize,
-    /// `closeSession` was written: nothing more goes out.
-    closing: bool,
+    /// `closeSession` was written: nothing more goes out; the session ends when the reply
+    /// comes, or locally at this deadline if it never does.
+    closing: Option<Instant>,
     out: BytesMut,
     last_send: Instant,
     last_recv: Instant,
@@ -187,7 +201,7 @@ impl Session {
             auths: Vec::new(),
             auth_waiters: VecDeque::new(),
             set_watches_pending: 0,
-            closing: false,
+            closing: None,
             out: BytesMut::with_capacity(64 * 1024),
             last_send: now,
             last_recv: now,
@@ -201,8 +215,26 @@ impl Session {
         self.state
     }
 
+    /// Whether the session is over for the user (every call fails).
     pub(crate) fn is_terminal(&self) -> bool {
+        self.state.is_terminal()
+    }
+
+    /// Whether nothing is left to do: terminal, and no given-up session left to close on
+    /// the server. The driver stops then.
+    pub(crate) fn is_done(&self) -> bool {
         self.phase == Phase::Terminal
+    }
+
+    /// Whether a given-up session is being closed on the server.
+    pub(crate) fn is_reaping(&self) -> bool {
+        matches!(self.phase, Phase::Reaping { .. })
+    }
+
+    /// How long a connection must have lasted to count as good (its end then restarts the
+    /// reconnect backoff): one read timeout.
+    pub(crate) fn stable_after(&self) -> Duration {
+        self.read_timeout
     }
 
     pub(crate) fn is_connected(&self) -> bool {
@@ -268,8 +300,15 @@ impl Session {
         };
         match self.phase {
             Phase::Terminal => None,
+            Phase::Reaping { until, step } => min(Some(until), step.deadline()),
             Phase::Connected { .. } => {
-                Some((self.last_recv + self.read_timeout).min(self.last_send + self.ping_interval))
+                let alive =
+                    (self.last_recv + self.read_timeout).min(self.last_send + self.ping_interval);
+                let request = self
+                    .cfg
+                    .request_timeout
+                    .and_then(|t| self.pending.oldest_sent().map(|sent| sent + t));
+                min(Some(alive), min(request, self.closing))
             }
             Phase::Handshaking { deadline } => min(Some(deadline), min(expiry, waiting)),
             Phase::Idle => min(expiry, waiting),
@@ -289,7 +328,7 @@ impl Session {
     /// All client handles are gone: close the session on the server if connected, else
     /// locally.
     pub(crate) fn handle_shutdown(&mut self, now: Instant) {
-        if self.is_terminal() || self.closing {
+        if self.is_terminal() || self.closing.is_some() {
             return;
         }
         let (reply, _) = oneshot::channel();
@@ -309,14 +348,24 @@ impl Session {
             let _ = req.reply.send(Err(err));
             return;
         }
-        if self.closing {
+        if self.closing.is_some() {
             let _ = req.reply.send(Err(Error::Closed));
             return;
         }
+        // The server drops the connection on a packet over its jute.maxbuffer, failing every
+        // call in flight: refuse this one alone instead.
+        let len = req.body.len() + REQUEST_HEADER_LEN;
+        if len > self.cfg.max_request_len {
+            let _ = req.reply.send(Err(Error::RequestTooLarge {
+                len,
+                max: self.cfg.max_request_len,
+            }));
+            return;
+        }
         if req.op == OpCode::CloseSession && !self.is_connected() {
-            debug!("closing a disconnected session locally");
+            debug!("closing a disconnected session locally; closing it on the server later");
             let _ = req.reply.send(Ok(Bytes::new()));
-            self.terminate(SessionState::Closed);
+            self.give_up(SessionState::Closed, now);
             return;
         }
         if self.is_connected()
@@ -342,13 +391,14 @@ impl Session {
             write_packet(&mut self.out, xid, req.op, &req.body);
             trace!(xid, op = ?req.op, "request");
             if req.op == OpCode::CloseSession {
-                self.closing = true;
+                self.closing = Some(now + self.read_timeout);
             }
             self.pending.push(InFlight {
                 xid,
                 op: req.op,
                 reply: req.reply,
                 watch: req.watch,
+                sent: now,
             });
         }
         self.last_send = now;
@@ -357,7 +407,7 @@ impl Session {
     /// Moves waiting requests onto the wire while the window has room.
     fn fill_window(&mut self, now: Instant) {
         while self.is_connected() && self.pending.len() < self.cfg.max_outstanding {
-            if self.closing {
+            if self.closing.is_some() {
                 for w in self.waiting.drain(..) {
                     let _ = w.req.reply.send(Err(Error::Closed));
                 }
@@ -394,7 +444,7 @@ impl Session {
                 .waiting
                 .iter()
                 .any(|w| w.req.watch.as_ref().is_some_and(|a| a.path() == path));
-        if registering || !self.is_connected() || self.closing {
+        if registering || !self.is_connected() || self.closing.is_some() {
             return;
         }
         debug!(
@@ -422,11 +472,34 @@ impl Session {
 
     /// A TCP connection is up: starts the handshake.
     pub(crate) fn handle_connected(&mut self, now: Instant) {
+        if let Phase::Reaping { until, .. } = self.phase {
+            self.out.clear();
+            self.write_connect_request(true);
+            self.phase = Phase::Reaping {
+                until,
+                step: reap::Step::Handshaking {
+                    deadline: now + self.cfg.connect_timeout,
+                },
+            };
+            return;
+        }
         if self.is_terminal() {
             return;
         }
         self.out.clear();
         let resume = self.seen_rw && self.session_id != 0;
+        debug!(resume, session_id = self.session_id, "handshake");
+        self.write_connect_request(resume);
+        self.phase = Phase::Handshaking {
+            deadline: now + self.cfg.connect_timeout,
+        };
+        self.last_send = now;
+        self.last_recv = now;
+    }
+
+    /// Writes the `ConnectRequest`: resuming this session's id and password, or asking for a
+    /// new session.
+    fn write_connect_request(&mut self, resume: bool) {
         let request = ConnectRequest {
             protocol_version: 0,
             last_zxid_seen: self.last_zxid,
@@ -439,23 +512,26 @@ impl Session {
             },
             read_only: self.cfg.read_only,
         };
-        debug!(resume, session_id = self.session_id, "handshake");
         encode_frame(&mut self.out, |b| request.encode(b));
-        self.phase = Phase::Handshaking {
-            deadline: now + self.cfg.connect_timeout,
-        };
-        self.last_send = now;
-        self.last_recv = now;
     }
 
     /// The connection is gone. In-flight requests fail with `ConnectionLoss` (they may or
     /// may not have been applied and are never retried); queued ones wait for the next
     /// connection, up to the reconnect wait.
     pub(crate) fn handle_disconnect(&mut self, reason: &Disconnect, now: Instant) {
+        if let Phase::Reaping { until, .. } = self.phase {
+            debug!(?reason, "disconnected while closing a given-up session");
+            self.out.clear();
+            self.phase = Phase::Reaping {
+                until,
+                step: reap::Step::Idle,
+            };
+            return;
+        }
         if self.is_terminal() {
             return;
         }
-        if self.closing {
+        if self.closing.is_some() {
             self.terminate(SessionState::Closed);
             return;
         }
@@ -482,7 +558,22 @@ impl Session {
     pub(crate) fn handle_timeout(&mut self, now: Instant) -> Result<(), Disconnect> {
         match self.phase {
             Phase::Terminal => return Ok(()),
+            Phase::Reaping { until, step } => return self.reap_timeout(until, step, now),
             Phase::Connected { .. } => {
+                if self.closing.is_some_and(|deadline| now >= deadline) {
+                    warn!("no reply to closeSession: closing locally");
+                    self.terminate(SessionState::Closed);
+                    return Ok(());
+                }
+                if let Some(limit) = self.cfg.request_timeout {
+                    if self.pending.fail_sent_before(now, limit, &Error::Timeout) {
+                        warn!(
+                            timeout_ms = limit.as_millis() as u64,
+                            "no reply within the request timeout: dropping the connection"
+                        );
+                        return Err(Disconnect::RequestTimeout);
+                    }
+                }
                 if now >= self.last_recv + self.read_timeout {
                     warn!(
                         silent_ms = now.duration_since(self.last_recv).as_millis() as u64,
@@ -505,7 +596,7 @@ impl Session {
         if let Some(heard) = self.last_heard {
             if now >= heard + self.negotiated {
                 warn!("no server answered for the session timeout: session expired");
-                self.terminate(SessionState::Expired);
+                self.give_up(SessionState::Expired, now);
                 return Ok(());
             }
         }
@@ -538,8 +629,17 @@ impl Session {
 
     /// Ends the session: every pending, queued and watching caller gets the terminal error.
     fn terminate(&mut self, state: SessionState) {
-        let err = state.terminal_error().expect("terminal state");
+        self.end_for_user(state);
         self.phase = Phase::Terminal;
+    }
+
+    /// Fails every pending, queued and watching caller with the terminal error of `state`,
+    /// and publishes it.
+    fn end_for_user(&mut self, state: SessionState) {
+        let Some(err) = state.terminal_error() else {
+            debug_assert!(false, "{state:?} is not terminal");
+            return;
+        };
         self.set_state(state);
         self.out.clear();
         self.pending.fail_all(&err);
@@ -552,6 +652,9 @@ impl Session {
         self.watches.fail_all(&err);
     }
 }
+
+/// Bytes of a `RequestHeader` (xid and opcode) in front of every request body.
+const REQUEST_HEADER_LEN: usize = 8;
 
 /// Appends `[len][xid][op][body]`.
 fn write_packet(out: &mut BytesMut, xid: i32, op: OpCode, body: &[u8]) {

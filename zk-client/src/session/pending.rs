@@ -1,6 +1,7 @@
 //! The FIFO queue of requests written to the server and not yet answered.
 
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio::sync::oneshot;
@@ -16,6 +17,8 @@ pub(crate) struct InFlight {
     pub(crate) op: OpCode,
     pub(crate) reply: oneshot::Sender<Result<Bytes>>,
     pub(crate) watch: Option<WatchAction>,
+    /// When it was written (for the request timeout).
+    pub(crate) sent: Instant,
 }
 
 /// Requests in the order they were written.
@@ -52,6 +55,27 @@ impl PendingQueue {
         self.queue
             .iter()
             .any(|f| f.watch.as_ref().is_some_and(|w| w.path() == path))
+    }
+
+    /// When the oldest entry was written.
+    pub(crate) fn oldest_sent(&self) -> Option<Instant> {
+        self.queue.front().map(|f| f.sent)
+    }
+
+    /// Fails every entry written `limit` or longer before `now` with `err` (they are the
+    /// oldest ones, at the front). Returns whether any was.
+    pub(crate) fn fail_sent_before(&mut self, now: Instant, limit: Duration, err: &Error) -> bool {
+        let mut any = false;
+        while let Some(front) = self.queue.front() {
+            if now < front.sent + limit {
+                break;
+            }
+            if let Some(inflight) = self.queue.pop_front() {
+                let _ = inflight.reply.send(Err(err.clone()));
+                any = true;
+            }
+        }
+        any
     }
 
     /// Fails every entry with `err`.

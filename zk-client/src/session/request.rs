@@ -1,11 +1,12 @@
 //! What client handles send to the driver: commands, requests and their watch actions.
 
 use bytes::Bytes;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use zk_proto::records::WatcherType;
 use zk_proto::OpCode;
 
 use crate::error::Result;
+use crate::event_queue::EventSender;
 use crate::watch::WatchedEvent;
 
 /// A message from a client handle to the driver task.
@@ -53,7 +54,7 @@ pub(crate) enum WatchSender {
     /// A one-shot [`Watcher`](crate::Watcher).
     Once(oneshot::Sender<Result<WatchedEvent>>),
     /// A [`PersistentWatcher`](crate::PersistentWatcher).
-    Stream(mpsc::UnboundedSender<Result<WatchedEvent>>),
+    Stream(EventSender),
 }
 
 /// What the session does to its watch registry when a request succeeds.

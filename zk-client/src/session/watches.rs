@@ -3,17 +3,18 @@
 use std::collections::HashMap;
 
 use bytes::BytesMut;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use zk_proto::records::{EventType, SetWatches, SetWatches2, WatcherType};
 use zk_proto::{OpCode, Record};
 
 use super::request::{WatchKind, WatchSender};
 use crate::error::{Error, Result};
+use crate::event_queue::EventSender;
 use crate::path::Chroot;
 use crate::watch::WatchedEvent;
 
 type Once = oneshot::Sender<Result<WatchedEvent>>;
-type Stream = mpsc::UnboundedSender<Result<WatchedEvent>>;
+type Stream = EventSender;
 
 /// The watchers of one server path.
 #[derive(Debug, Default)]
@@ -141,7 +142,7 @@ impl WatchRegistry {
                 fire_once(&mut entry.child);
             }
             entry.persistent.retain(|s| {
-                let ok = s.send(Ok(event.clone())).is_ok();
+                let ok = s.send(event.clone());
                 told += usize::from(ok);
                 ok
             });
@@ -155,7 +156,7 @@ impl WatchRegistry {
                 if let Some(entry) = self.paths.get_mut(ancestor) {
                     let before = entry.recursive.len();
                     entry.recursive.retain(|s| {
-                        let ok = s.send(Ok(event.clone())).is_ok();
+                        let ok = s.send(event.clone());
                         told += usize::from(ok);
                         ok
                     });
@@ -210,10 +211,11 @@ impl WatchRegistry {
                 .into_iter()
                 .chain(std::mem::take(&mut entry.recursive));
             for s in streams {
-                let _ = s.send(Ok(WatchedEvent {
+                s.send(WatchedEvent {
                     event_type: EventType::PersistentWatchRemoved,
                     path: path.clone(),
-                }));
+                });
+                s.end(Error::Closed);
             }
         }
         if entry.is_empty() {
@@ -252,7 +254,7 @@ impl WatchRegistry {
                 let _ = s.send(Err(err.clone()));
             }
             for s in entry.persistent.into_iter().chain(entry.recursive) {
-                let _ = s.send(Err(err.clone()));
+                s.end(err.clone());
             }
         }
         self.recursive = 0;

@@ -25,6 +25,8 @@ fn config() -> SessionConfig {
         reconnect_wait: Duration::from_secs(5),
         chroot: Chroot::new("/root").unwrap(),
         set_watches_batch: SET_WATCHES_BATCH_BYTES,
+        max_request_len: zk_proto::SERVER_MAX_BUFFER,
+        request_timeout: None,
     }
 }
 

@@ -98,9 +98,9 @@ impl EventReceiver {
     pub(crate) fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Result<WatchedEvent>> {
         match self.rx.poll_recv(cx) {
             Poll::Ready(Some(item)) => Poll::Ready(item),
-            Poll::Ready(None) => Poll::Ready(Err(self.take_missed().unwrap_or_else(|| {
-                self.shared.end.get().cloned().unwrap_or(Error::Closed)
-            }))),
+            Poll::Ready(None) => Poll::Ready(Err(self
+                .take_missed()
+                .unwrap_or_else(|| self.shared.end.get().cloned().unwrap_or(Error::Closed)))),
             Poll::Pending => match self.take_missed() {
                 Some(lagged) => Poll::Ready(Err(lagged)),
                 None => Poll::Pending,
@@ -112,6 +112,15 @@ impl EventReceiver {
         match self.shared.missed.swap(0, Ordering::AcqRel) {
             0 => None,
             missed => Some(Error::Lagged { missed }),
+        }
+    }
+
+    /// The next item if one is ready (for tests).
+    #[cfg(test)]
+    pub(crate) fn try_recv(&mut self) -> Option<Result<WatchedEvent>> {
+        match self.poll_recv(&mut Context::from_waker(std::task::Waker::noop())) {
+            Poll::Ready(item) => Some(item),
+            Poll::Pending => None,
         }
     }
 
@@ -134,9 +143,8 @@ mod tests {
     }
 
     fn drain(rx: &mut EventReceiver) -> Vec<Result<WatchedEvent>> {
-        let mut cx = Context::from_waker(std::task::Waker::noop());
         let mut out = Vec::new();
-        while let Poll::Ready(item) = rx.poll_recv(&mut cx) {
+        while let Some(item) = rx.try_recv() {
             let end = matches!(&item, Err(e) if e.is_terminal() || matches!(e, Error::Closed));
             out.push(item);
             if end {

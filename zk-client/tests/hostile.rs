@@ -58,7 +58,10 @@ async fn a_server_that_hangs_up_after_each_handshake_is_not_hammered() {
     // Java waits 0-1 s before each reconnect; we back off with jitter up to 1 s. Before the
     // fix this was 150+ (the backoff was reset by every handshake).
     assert!(count >= 2, "it still reconnects ({count})");
-    assert!(count <= 12, "{count} handshakes in {window:?}: a reconnect storm");
+    assert!(
+        count <= 12,
+        "{count} handshakes in {window:?}: a reconnect storm"
+    );
     drop(client);
 }
 
@@ -120,7 +123,11 @@ async fn replies_and_notifications_with_trailing_bytes_are_accepted() {
         within("get_data_watch", call).await.unwrap()
     };
     let mut frame = bytes::BytesMut::new();
-    support::Conn::notification(&mut frame, zk_proto::records::EventType::NodeDataChanged, "/a");
+    support::Conn::notification(
+        &mut frame,
+        zk_proto::records::EventType::NodeDataChanged,
+        "/a",
+    );
     // Same frame with 5 extra bytes: rewrite the length prefix.
     let mut longer = bytes::BytesMut::new();
     longer.put_i32((frame.len() - 4 + 5) as i32);
@@ -185,7 +192,10 @@ async fn a_multi_reply_with_fewer_results_than_ops_is_an_error_not_a_panic() {
     );
     conn.reply(req.xid, 4, ErrorCode::Ok, &body).await;
     let result = within("multi", call).await;
-    assert!(matches!(result, Err(Error::UnexpectedReply(_))), "{result:?}");
+    assert!(
+        matches!(result, Err(Error::UnexpectedReply(_))),
+        "{result:?}"
+    );
 }
 
 #[tokio::test]
@@ -219,5 +229,9 @@ async fn a_session_given_up_locally_is_closed_on_the_server_once_one_answers() {
     assert_eq!(close.op, OpCode::CloseSession.as_i32());
     conn.reply(close.xid, 9, ErrorCode::Ok, &[]).await;
     conn.expect_eof().await;
-    assert_eq!(client.state(), SessionState::Expired, "still terminal for the user");
+    assert_eq!(
+        client.state(),
+        SessionState::Expired,
+        "still terminal for the user"
+    );
 }

@@ -485,3 +485,191 @@ fn shutdown_sends_close_session() {
     f.s.handle_disconnect(&Disconnect::Transport, f.now);
     assert_eq!(f.s.state(), SessionState::Closed);
 }
+
+fn connect_response(session_id: i64, timeout_ms: i32) -> Bytes {
+    encode(&ConnectResponse {
+        protocol_version: 0,
+        timeout: timeout_ms,
+        session_id,
+        passwd: Bytes::from_static(b"0123456789abcdef"),
+        read_only: false,
+    })
+}
+
+/// A session given up after the session timeout without an answer.
+fn given_up() -> Fixture {
+    let mut f = connected();
+    let now = f.at(Duration::from_secs(6));
+    f.s.handle_disconnect(&Disconnect::ReadTimeout, now);
+    let now = f.at(TIMEOUT);
+    f.s.handle_timeout(now).unwrap();
+    assert_eq!(f.s.state(), SessionState::Expired);
+    f
+}
+
+#[test]
+fn a_given_up_session_is_resumed_only_to_be_closed() {
+    let mut f = given_up();
+    assert!(!f.s.is_done(), "still to be closed on the server");
+    assert!(f.s.is_reaping());
+    // Calls fail at once, as with any expired session.
+    let mut call = f.get_data("/root/a");
+    assert!(matches!(call.try_recv(), Ok(Err(Error::SessionExpired))));
+    let now = f.at(TIMEOUT + Duration::from_secs(1));
+    f.s.handle_connected(now);
+    let sent = f.sent();
+    let Some(Sent::Connect(req)) = sent.first() else {
+        panic!("no ConnectRequest: {sent:?}");
+    };
+    assert_eq!(req.session_id, 0x42, "the old session");
+    assert_eq!(&req.passwd[..], b"0123456789abcdef");
+    f.s.handle_frame(connect_response(0x42, 9000), now).unwrap();
+    let sent = f.sent();
+    assert_eq!(sent.len(), 1, "only closeSession: {sent:?}");
+    let (xid, op, _) = sent[0].packet();
+    assert_eq!(op, OpCode::CloseSession.as_i32());
+    assert_eq!(
+        f.s.state(),
+        SessionState::Expired,
+        "never reported as alive again"
+    );
+    f.reply(xid, 9, ErrorCode::Ok, b"").unwrap();
+    assert!(f.s.is_done());
+    assert_eq!(f.s.poll_timeout(), None);
+}
+
+#[test]
+fn a_given_up_session_the_server_expired_is_done_at_once() {
+    let mut f = given_up();
+    f.s.handle_connected(f.now);
+    f.sent();
+    f.s.handle_frame(connect_response(0, 0), f.now).unwrap();
+    assert!(f.s.is_done());
+    assert!(f.sent().is_empty(), "nothing sent on an expired session");
+}
+
+#[test]
+fn closing_a_given_up_session_is_retried_through_disconnects_and_bounded_in_time() {
+    let mut f = given_up();
+    // Handshake, then the connection drops before the answer: retried on the next one.
+    f.s.handle_connected(f.now);
+    f.s.handle_disconnect(&Disconnect::Transport, f.now);
+    assert!(f.s.is_reaping());
+    f.s.handle_connected(f.now);
+    let deadline = f.s.poll_timeout().expect("handshake deadline");
+    assert!(f.s.handle_timeout(deadline).is_err(), "handshake timeout");
+    f.s.handle_disconnect(&Disconnect::HandshakeTimeout, deadline);
+    // No server ever answers: given up for good after the bound (2 min at least).
+    let later = f.at(TIMEOUT + Duration::from_secs(119));
+    f.s.handle_timeout(later).unwrap();
+    assert!(f.s.is_reaping());
+    let end = f.s.poll_timeout().expect("reaping bound");
+    assert!(
+        end >= f.t0 + TIMEOUT + Duration::from_secs(120),
+        "{:?}",
+        end - f.t0
+    );
+    f.s.handle_timeout(end).unwrap();
+    assert!(f.s.is_done());
+}
+
+#[test]
+fn a_session_never_accepted_by_a_read_write_server_is_not_reaped() {
+    let mut f = Fixture::new(config());
+    f.connect(0x42, true);
+    let now = f.at(Duration::from_secs(1));
+    f.s.handle_disconnect(&Disconnect::Transport, now);
+    let now = f.at(Duration::from_secs(1) + TIMEOUT);
+    f.s.handle_timeout(now).unwrap();
+    assert_eq!(f.s.state(), SessionState::Expired);
+    assert!(
+        f.s.is_done(),
+        "a read-only server's session id is never resumed"
+    );
+}
+
+#[test]
+fn close_while_disconnected_closes_the_session_on_the_server_later() {
+    let mut f = connected();
+    f.s.handle_disconnect(&Disconnect::Transport, f.now);
+    let mut close = f.submit(OpCode::CloseSession, Bytes::new(), None);
+    assert!(close.try_recv().unwrap().is_ok());
+    assert_eq!(f.s.state(), SessionState::Closed);
+    assert!(f.s.is_reaping());
+    f.s.handle_connected(f.now);
+    f.sent();
+    f.s.handle_frame(connect_response(0x42, 9000), f.now)
+        .unwrap();
+    let (xid, op, _) = f.sent()[0].packet();
+    assert_eq!(op, OpCode::CloseSession.as_i32());
+    f.reply(xid, 3, ErrorCode::Ok, b"").unwrap();
+    assert!(f.s.is_done());
+    assert_eq!(f.s.state(), SessionState::Closed);
+}
+
+#[test]
+fn a_request_over_the_server_limit_fails_alone_and_sends_nothing() {
+    let mut f = Fixture::new(SessionConfig {
+        max_request_len: 100,
+        ..config()
+    });
+    f.connect(0x42, false);
+    f.sent();
+    let mut big = f.submit(OpCode::SetData, Bytes::from(vec![0u8; 93]), None);
+    assert!(matches!(
+        big.try_recv(),
+        Ok(Err(Error::RequestTooLarge { len: 101, max: 100 }))
+    ));
+    assert!(f.sent().is_empty());
+    let mut fits = f.submit(OpCode::SetData, Bytes::from(vec![0u8; 92]), None);
+    assert_eq!(f.sent().len(), 1);
+    f.reply(1, 1, ErrorCode::Ok, b"").unwrap();
+    assert!(fits.try_recv().unwrap().is_ok());
+}
+
+#[test]
+fn the_request_timeout_fails_the_overdue_call_and_drops_the_connection() {
+    let mut f = Fixture::new(SessionConfig {
+        request_timeout: Some(Duration::from_secs(2)),
+        ..config()
+    });
+    f.connect(0x42, false);
+    f.sent();
+    let mut first = f.get_data("/root/a");
+    f.at(Duration::from_secs(1));
+    let mut second = f.get_data("/root/b");
+    assert_eq!(f.s.poll_timeout(), Some(f.t0 + Duration::from_secs(2)));
+    let now = f.at(Duration::from_secs(2));
+    assert_eq!(f.s.handle_timeout(now), Err(Disconnect::RequestTimeout));
+    assert!(matches!(first.try_recv(), Ok(Err(Error::Timeout))));
+    f.s.handle_disconnect(&Disconnect::RequestTimeout, now);
+    assert!(matches!(second.try_recv(), Ok(Err(Error::ConnectionLoss))));
+    assert_eq!(f.s.state(), SessionState::Disconnected);
+}
+
+#[test]
+fn close_is_bounded_when_the_server_never_answers_it() {
+    let mut f = connected();
+    let mut close = f.submit(OpCode::CloseSession, Bytes::new(), None);
+    // Pings are answered meanwhile; the closeSession reply never comes.
+    for secs in 1..6 {
+        let now = f.at(Duration::from_secs(secs));
+        f.reply(special::PING, 0, ErrorCode::Ok, b"").unwrap();
+        f.s.handle_timeout(now).unwrap();
+        assert_eq!(f.s.state(), SessionState::Connected);
+    }
+    let now = f.at(Duration::from_secs(6)); // the read timeout
+    f.s.handle_timeout(now).unwrap();
+    assert_eq!(f.s.state(), SessionState::Closed);
+    assert!(matches!(close.try_recv(), Ok(Err(Error::Closed))));
+    assert!(f.s.is_done());
+}
+
+#[test]
+fn the_connection_epoch_counts_accepted_handshakes() {
+    let mut f = connected();
+    assert_eq!(f.s.poll_info().map(|i| i.epoch), Some(1));
+    f.s.handle_disconnect(&Disconnect::Transport, f.now);
+    f.connect(0x42, false);
+    assert_eq!(f.s.poll_info().map(|i| i.epoch), Some(2));
+}

@@ -1,13 +1,14 @@
 //! Watch registration, event mapping, SetWatches on reconnect, auth replay order.
 
 use bytes::Bytes;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use zk_proto::records::{
     AuthPacket, EventType, RemoveWatchesRequest, SetWatches, SetWatches2, WatcherType,
 };
 use zk_proto::{decode_exact, xid as special, ErrorCode, OpCode};
 
 use super::*;
+use crate::event_queue::{event_queue, EventReceiver};
 
 fn reconnect(f: &mut Fixture) -> Vec<Sent> {
     f.s.handle_disconnect(&Disconnect::Transport, f.now);
@@ -169,7 +170,8 @@ fn set_watches_is_split_into_batches_under_the_limit() {
         set_watches_batch: 40,
         ..config()
     });
-    f.connect(1, false);
+    // The same id `reconnect` resumes with (another id would be a replaced session).
+    f.connect(0x42, false);
     f.sent();
     let paths: Vec<String> = (0..10).map(|i| format!("/root/node-{i:02}")).collect();
     let mut watchers = Vec::new();
@@ -199,12 +201,8 @@ fn dropped_watchers_are_not_re_registered() {
     assert!(set_watches(&reconnect(&mut f)).is_empty());
 }
 
-fn persistent(
-    f: &mut Fixture,
-    path: &str,
-    kind: WatchKind,
-) -> mpsc::UnboundedReceiver<Result<WatchedEvent>> {
-    let (tx, rx) = mpsc::unbounded_channel();
+fn persistent(f: &mut Fixture, path: &str, kind: WatchKind) -> EventReceiver {
+    let (tx, rx) = event_queue(64);
     let action = WatchAction::Register {
         path: path.into(),
         kind,
@@ -217,9 +215,8 @@ fn persistent(
     rx
 }
 
-fn next(rx: &mut mpsc::UnboundedReceiver<Result<WatchedEvent>>) -> Option<(EventType, String)> {
+fn next(rx: &mut EventReceiver) -> Option<(EventType, String)> {
     rx.try_recv()
-        .ok()
         .map(|e| e.map(|e| (e.event_type, e.path)).unwrap())
 }
 
@@ -272,8 +269,8 @@ fn persistent_and_recursive_watches_and_set_watches2() {
     f.s.handle_connected(f.now);
     f.s.handle_frame(encode(&ConnectResponse::default()), f.now)
         .unwrap();
-    assert!(matches!(p.try_recv(), Ok(Err(Error::SessionExpired))));
-    assert!(matches!(r.try_recv(), Ok(Err(Error::SessionExpired))));
+    assert!(matches!(p.try_recv(), Some(Err(Error::SessionExpired))));
+    assert!(matches!(r.try_recv(), Some(Err(Error::SessionExpired))));
 }
 
 #[test]

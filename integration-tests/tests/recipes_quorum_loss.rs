@@ -27,8 +27,7 @@ async fn contender(hosts: &str) -> Client {
 }
 
 #[tokio::test]
-async fn nodes_of_sessions_given_up_in_a_quorum_loss_leave_the_queue_as_soon_as_it_serves_again(
-) {
+async fn nodes_of_sessions_given_up_in_a_quorum_loss_leave_the_queue_as_soon_as_it_serves_again() {
     let ens = ensemble().await;
     let root = chroot(&ens, "quorum_loss").await;
     let hosts = ens.hosts(&root);

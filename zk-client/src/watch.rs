@@ -10,7 +10,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::error::{Error, Result};
 use crate::event_queue::EventReceiver;
-use crate::session::{Command, WatchKind};
+use crate::session::Command;
 
 pub use zk_proto::records::{AddWatchMode, EventType, WatcherType};
 
@@ -243,16 +243,12 @@ pub struct Watcher {
 struct DropHook {
     commands: mpsc::WeakUnboundedSender<Command>,
     path: String,
-    kind: WatchKind,
 }
 
 impl DropHook {
     fn fire(self) {
         if let Some(tx) = self.commands.upgrade() {
-            let _ = tx.send(Command::DropWatch {
-                path: self.path,
-                kind: self.kind,
-            });
+            let _ = tx.send(Command::DropWatch { path: self.path });
         }
     }
 }
@@ -267,13 +263,8 @@ impl Watcher {
         mut self,
         commands: mpsc::WeakUnboundedSender<Command>,
         path: String,
-        kind: WatchKind,
     ) -> Self {
-        self.on_drop = Some(DropHook {
-            commands,
-            path,
-            kind,
-        });
+        self.on_drop = Some(DropHook { commands, path });
         self
     }
 }
@@ -335,7 +326,6 @@ impl PersistentWatcher {
         rx: EventReceiver,
         commands: mpsc::WeakUnboundedSender<Command>,
         server_path: String,
-        kind: WatchKind,
     ) -> Self {
         Self {
             rx,
@@ -343,7 +333,6 @@ impl PersistentWatcher {
             on_drop: Some(DropHook {
                 commands,
                 path: server_path,
-                kind,
             }),
         }
     }

@@ -69,11 +69,12 @@ pub(crate) fn create_op(
 /// (its drop hook armed, since only then is there a server-side watch to remove).
 pub(crate) fn one_shot(client: &Client, path: String, kind: WatchKind) -> (WatchAction, Watcher) {
     let (tx, rx) = oneshot::channel();
-    let watcher = Watcher::new(rx).armed(client.commands().downgrade(), path.clone(), kind);
+    let watcher = Watcher::new(rx).armed(client.commands().downgrade(), path.clone());
     let action = WatchAction::Register {
         path,
         kind,
         sender: WatchSender::Once(tx),
+        on_server: true,
     };
     (action, watcher)
 }

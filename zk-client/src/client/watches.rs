@@ -46,9 +46,9 @@ impl Client {
                 path: path.clone(),
                 kind,
                 sender: WatchSender::Stream(tx),
+                on_server: true,
             };
-            let watcher =
-                PersistentWatcher::new(rx, self.commands().downgrade(), path.clone(), kind);
+            let watcher = PersistentWatcher::new(rx, self.commands().downgrade(), path.clone());
             let body = encode(&AddWatchRequest {
                 path,
                 mode: mode as i32,

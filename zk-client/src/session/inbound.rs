@@ -119,6 +119,8 @@ impl Session {
                     .watches
                     .fire(event.event_type, &event.path, &self.cfg.chroot);
                 trace!(event = ?event.event_type, told, "notification");
+                // A fired one-shot may leave a persistent watch nobody needs now.
+                self.reconcile_watches(&event.path, now);
             }
             special::PING => {}
             special::AUTH => {
@@ -151,8 +153,14 @@ impl Session {
                 if header.zxid > 0 {
                     self.last_zxid = header.zxid;
                 }
+                let watched = inflight.watch.as_ref().map(|w| w.path().to_owned());
                 self.complete(inflight, header.err, frame);
                 self.fill_window(now);
+                if let Some(path) = watched {
+                    // Its watcher may have been dropped before the reply, or a drop may have
+                    // waited for this request: look again.
+                    self.reconcile_watches(&path, now);
+                }
             }
         }
         Ok(())
@@ -168,7 +176,12 @@ impl Session {
         }
         let ok = err.is_ok();
         match inflight.watch {
-            Some(WatchAction::Register { path, kind, sender }) => {
+            Some(WatchAction::Register {
+                path,
+                kind,
+                sender,
+                on_server,
+            }) => {
                 if ok {
                     // An exists watch on a node that exists is a data watch (Java's
                     // ExistsWatchRegistration); on a missing node it is an exist watch.
@@ -177,9 +190,9 @@ impl Session {
                     } else {
                         kind
                     };
-                    self.watches.register(path, kind, sender);
+                    self.watches.register(path, kind, sender, on_server);
                 } else if kind == WatchKind::Exist && err == ErrorCode::NoNode {
-                    self.watches.register(path, kind, sender);
+                    self.watches.register(path, kind, sender, on_server);
                 }
             }
             Some(WatchAction::Remove { path, kind }) if ok => {

@@ -48,7 +48,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use tokio::sync::oneshot;
 use tracing::{debug, trace, warn};
 use zk_proto::frame::encode_frame;
-use zk_proto::records::{ConnectRequest, RemoveWatchesRequest, WatcherType};
+use zk_proto::records::{ConnectRequest, RemoveWatchesRequest};
 use zk_proto::{xid as special, DecodeError, OpCode, Record, RequestHeader};
 
 use crate::error::{Error, Result};
@@ -321,7 +321,7 @@ impl Session {
     pub(crate) fn handle_command(&mut self, cmd: Command, now: Instant) {
         match cmd {
             Command::Request(req) => self.submit(req, now),
-            Command::DropWatch { path, kind } => self.drop_watch(path, kind, now),
+            Command::DropWatch { path } => self.reconcile_watches(&path, now),
         }
     }
 
@@ -381,7 +381,29 @@ impl Session {
 
     /// Writes one request; its reply slot goes on the pending queue (or, for auth, on the
     /// auth waiters).
-    fn transmit(&mut self, req: Request, now: Instant) {
+    fn transmit(&mut self, mut req: Request, now: Instant) {
+        match &mut req.watch {
+            Some(WatchAction::Register {
+                path,
+                kind,
+                on_server,
+                ..
+            }) if self.watches.serves_locally(path, *kind) => {
+                // A persistent watch of ours on the path sees every event this one-shot
+                // watcher waits for: ask for no watch, which under ZooKeeper 3.8 would replace
+                // the persistent one (ZOOKEEPER-4466). The watch flag is the last byte of
+                // every request that can carry one (getData, exists, getChildren).
+                *on_server = false;
+                if let Some((_, head)) = req.body.split_last() {
+                    let mut body = BytesMut::with_capacity(req.body.len());
+                    body.put_slice(head);
+                    body.put_u8(0);
+                    req.body = body.freeze();
+                }
+            }
+            Some(WatchAction::Remove { path, kind }) => self.watches.forget(path, *kind),
+            _ => {}
+        }
         if req.op == OpCode::Auth {
             write_packet(&mut self.out, special::AUTH, OpCode::Auth, &req.body);
             self.auths.push(req.body);
@@ -420,54 +442,48 @@ impl Session {
         }
     }
 
-    /// A watcher was dropped: when no other watcher of this client needs the server-side
-    /// watch any more, remove it (`removeWatches`), so the server does not keep firing it.
+    /// Something changed on `path` (a watcher dropped, a registration completed, a one-shot
+    /// fired): removes the server watches no live watcher needs any more (`removeWatches`),
+    /// so the server never keeps notifying nobody.
     ///
-    /// One-shot data and exist watchers share the server's data watch, and a persistent
-    /// watch also sits in the server's data and child tables, so the server watch goes only
-    /// when no watcher that relies on it is left.
-    fn drop_watch(&mut self, path: String, kind: WatchKind, now: Instant) {
-        let live = self.watches.live(&path);
-        let remove = match kind {
-            WatchKind::Data | WatchKind::Exist => (!live.data_side).then_some(WatcherType::Data),
-            WatchKind::Child => (!live.child_side).then_some(WatcherType::Children),
-            WatchKind::Persistent | WatchKind::PersistentRecursive => {
-                (!live.any).then_some(WatcherType::Any)
-            }
-        };
-        let Some(watcher_type) = remove else {
+    /// Waits while a request that sets or removes a watch on the path is in flight or queued:
+    /// its completion calls this again. While disconnected there is nothing to do: the next
+    /// connection's SetWatches registers only what live watchers need.
+    pub(super) fn reconcile_watches(&mut self, path: &str, now: Instant) {
+        if !self.is_connected() || self.closing.is_some() {
             return;
-        };
-        // A request in flight or queued that sets a watch on the path would lose it.
-        let registering = self.pending.registers_watch_on(&path)
+        }
+        let registering = self.pending.registers_watch_on(path)
             || self
                 .waiting
                 .iter()
                 .any(|w| w.req.watch.as_ref().is_some_and(|a| a.path() == path));
-        if registering || !self.is_connected() || self.closing.is_some() {
+        if registering {
             return;
         }
-        debug!(
-            path,
-            ?watcher_type,
-            "last watcher dropped: removing the server-side watch"
-        );
-        let mut body = BytesMut::new();
-        RemoveWatchesRequest {
-            path,
-            watcher_type: watcher_type as i32,
+        for watcher_type in self.watches.reconcile(path) {
+            debug!(
+                path,
+                ?watcher_type,
+                "no live watcher needs it: removing the server-side watch"
+            );
+            let mut body = BytesMut::new();
+            RemoveWatchesRequest {
+                path: path.to_owned(),
+                watcher_type: watcher_type as i32,
+            }
+            .encode(&mut body);
+            let (reply, _) = oneshot::channel();
+            self.submit(
+                Request {
+                    op: OpCode::RemoveWatches,
+                    body: body.freeze(),
+                    reply,
+                    watch: None,
+                },
+                now,
+            );
         }
-        .encode(&mut body);
-        let (reply, _) = oneshot::channel();
-        self.submit(
-            Request {
-                op: OpCode::RemoveWatches,
-                body: body.freeze(),
-                reply,
-                watch: None,
-            },
-            now,
-        );
     }
 
     /// A TCP connection is up: starts the handshake.

@@ -15,9 +15,9 @@ pub(crate) enum Command {
     /// A request (including `closeSession`, and `auth`, which the session also keeps and
     /// replays on every reconnect).
     Request(Request),
-    /// A [`Watcher`](crate::Watcher) or [`PersistentWatcher`](crate::PersistentWatcher) of
-    /// this kind on this server path was dropped before its event.
-    DropWatch { path: String, kind: WatchKind },
+    /// A [`Watcher`](crate::Watcher) or [`PersistentWatcher`](crate::PersistentWatcher) on
+    /// this server path was dropped before its event.
+    DropWatch { path: String },
 }
 
 /// An encoded request body with its metadata.
@@ -65,6 +65,10 @@ pub(crate) enum WatchAction {
         path: String,
         kind: WatchKind,
         sender: WatchSender,
+        /// Whether the request asks the server for a watch. Callers set it; the session
+        /// clears it (and the request's watch flag) for a one-shot watcher that a persistent
+        /// watch of ours already serves (see `WatchRegistry::serves_locally`).
+        on_server: bool,
     },
     /// `removeWatches` succeeded: drop the local watches of this type and tell them.
     Remove { path: String, kind: WatcherType },

@@ -16,7 +16,56 @@ use crate::watch::WatchedEvent;
 type Once = oneshot::Sender<Result<WatchedEvent>>;
 type Stream = EventSender;
 
-/// The watchers of one server path.
+/// Kinds of server-side watch on one path: what the server holds for this connection, or
+/// what the live watchers need.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Sides {
+    /// One-shot data watch (`getData`/`exists` with a watch; fires once on a data event).
+    pub(crate) data: bool,
+    /// One-shot child watch.
+    pub(crate) child: bool,
+    /// Persistent watch.
+    pub(crate) persistent: bool,
+    /// Persistent recursive watch.
+    pub(crate) recursive: bool,
+}
+
+impl Sides {
+    fn any(self) -> bool {
+        self.data || self.child || self.persistent || self.recursive
+    }
+
+    /// Whether these server watches deliver everything `need` asks for. A persistent watch
+    /// sees every event of its node, so it serves one-shot data, exist and child watchers
+    /// too; a recursive one serves data and exist watchers (it gets no child events).
+    fn serve(self, need: Sides) -> bool {
+        (!need.data || self.data || self.persistent || self.recursive)
+            && (!need.child || self.child || self.persistent)
+            && (!need.persistent || self.persistent)
+            && (!need.recursive || self.recursive)
+    }
+
+    /// Adds a watch the server accepted. ZooKeeper 3.8 keeps one mode per path and watcher
+    /// (ZOOKEEPER-4466, fixed in 3.9): a persistent watch replaces the one-shot data and
+    /// child watches of the path, a recursive one the one-shot data watch.
+    fn add(&mut self, kind: WatchKind) {
+        match kind {
+            WatchKind::Data | WatchKind::Exist => self.data = true,
+            WatchKind::Child => self.child = true,
+            WatchKind::Persistent => {
+                self.persistent = true;
+                self.data = false;
+                self.child = false;
+            }
+            WatchKind::PersistentRecursive => {
+                self.recursive = true;
+                self.data = false;
+            }
+        }
+    }
+}
+
+/// The watchers of one server path, and the watches the server holds for them.
 #[derive(Debug, Default)]
 struct PathWatches {
     data: Vec<Once>,
@@ -24,9 +73,22 @@ struct PathWatches {
     child: Vec<Once>,
     persistent: Vec<Stream>,
     recursive: Vec<Stream>,
+    /// What the server holds on this path for this connection, as far as we know: set when
+    /// a watch is accepted, cleared when a one-shot fires or a removal is sent.
+    server: Sides,
 }
 
 impl PathWatches {
+    /// What the live watchers need from the server.
+    fn needs(&self) -> Sides {
+        Sides {
+            data: !self.data.is_empty() || !self.exist.is_empty(),
+            child: !self.child.is_empty(),
+            persistent: !self.persistent.is_empty(),
+            recursive: !self.recursive.is_empty(),
+        }
+    }
+
     fn prune(&mut self) {
         self.data.retain(|s| !s.is_closed());
         self.exist.retain(|s| !s.is_closed());
@@ -35,24 +97,10 @@ impl PathWatches {
         self.recursive.retain(|s| !s.is_closed());
     }
 
+    /// No watcher and no server watch: nothing to keep.
     fn is_empty(&self) -> bool {
-        self.data.is_empty()
-            && self.exist.is_empty()
-            && self.child.is_empty()
-            && self.persistent.is_empty()
-            && self.recursive.is_empty()
+        !self.needs().any() && !self.server.any()
     }
-}
-
-/// Which server-side watches the live watchers of a path rely on.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Live {
-    /// The server's data watch (one-shot data/exist, persistent, recursive).
-    pub(crate) data_side: bool,
-    /// The server's child watch (one-shot child, persistent).
-    pub(crate) child_side: bool,
-    /// Any watcher at all.
-    pub(crate) any: bool,
 }
 
 /// One SetWatches/SetWatches2 packet to send on reconnect.
@@ -68,6 +116,11 @@ pub(crate) struct SetWatchesBatch {
 /// [`Session`](super::Session)); one-shot entries are removed when they fire. Dropped
 /// watchers are pruned lazily: when a path gets a new watcher, when an event finds them, and
 /// when SetWatches is built (a dropped watcher is not re-registered after a reconnect).
+///
+/// Beside the watchers, each path records which watches the server holds for us there, so
+/// that [`reconcile`](Self::reconcile) can tell, whenever anything changed (a watcher
+/// dropped, a registration completed, a one-shot fired), which server watches no live
+/// watcher needs any more: the server never keeps notifying nobody.
 #[derive(Debug, Default)]
 pub(crate) struct WatchRegistry {
     paths: HashMap<String, PathWatches>,
@@ -76,10 +129,21 @@ pub(crate) struct WatchRegistry {
 }
 
 impl WatchRegistry {
-    /// Adds a watcher.
-    pub(crate) fn register(&mut self, path: String, kind: WatchKind, sender: WatchSender) {
+    /// Adds a watcher; `on_server` when the server set a watch for it (not when the request
+    /// went without one because a persistent watch of ours serves it, see
+    /// [`serves_locally`](Self::serves_locally)).
+    pub(crate) fn register(
+        &mut self,
+        path: String,
+        kind: WatchKind,
+        sender: WatchSender,
+        on_server: bool,
+    ) {
         let entry = self.paths.entry(path).or_default();
         entry.prune();
+        if on_server {
+            entry.server.add(kind);
+        }
         match (kind, sender) {
             (WatchKind::Data, WatchSender::Once(s)) => entry.data.push(s),
             (WatchKind::Exist, WatchSender::Once(s)) => entry.exist.push(s),
@@ -127,6 +191,9 @@ impl WatchRegistry {
             _ => return 0,
         };
         if let Some(entry) = self.paths.get_mut(server_path) {
+            // The server dropped the one-shot watches this event fired.
+            entry.server.data &= !data;
+            entry.server.child &= !child;
             let mut fire_once = |v: &mut Vec<Once>| {
                 for s in v.drain(..) {
                     told += usize::from(s.send(Ok(event.clone())).is_ok());
@@ -224,27 +291,73 @@ impl WatchRegistry {
         self.recount();
     }
 
-    /// Prunes dropped watchers of `server_path` and tells which server-side watches its
-    /// live watchers still rely on.
-    pub(crate) fn live(&mut self, server_path: &str) -> Live {
+    /// Whether a one-shot watcher of `kind` on `server_path` is served by a persistent or
+    /// recursive watch the server already holds there. Its request then goes without a watch
+    /// and the watcher is served from that watch's events: under ZooKeeper 3.8 a one-shot
+    /// watch set on the path would replace the persistent one (ZOOKEEPER-4466) and, once
+    /// fired, leave the persistent watcher deaf.
+    pub(crate) fn serves_locally(&self, server_path: &str, kind: WatchKind) -> bool {
+        let Some(entry) = self.paths.get(server_path) else {
+            return false;
+        };
+        let server = entry.server;
+        match kind {
+            WatchKind::Data | WatchKind::Exist => server.persistent || server.recursive,
+            WatchKind::Child => server.persistent,
+            WatchKind::Persistent | WatchKind::PersistentRecursive => false,
+        }
+    }
+
+    /// The server watches on `server_path` that no live watcher needs any more, as the
+    /// `removeWatches` types to send; they count as gone from now on. Prunes dropped
+    /// watchers first. Keeps a persistent watch that serves a live one-shot watcher.
+    pub(crate) fn reconcile(&mut self, server_path: &str) -> Vec<WatcherType> {
         let Some(entry) = self.paths.get_mut(server_path) else {
-            return Live::default();
+            return Vec::new();
         };
         entry.prune();
-        let persistent = !entry.persistent.is_empty();
-        let live = Live {
-            data_side: !entry.data.is_empty()
-                || !entry.exist.is_empty()
-                || persistent
-                || !entry.recursive.is_empty(),
-            child_side: !entry.child.is_empty() || persistent,
-            any: !entry.is_empty(),
-        };
-        if !live.any {
+        let need = entry.needs();
+        let mut server = entry.server;
+        let mut remove = Vec::new();
+        if server.any() && !need.any() {
+            server = Sides::default();
+            remove.push(WatcherType::Any);
+        } else {
+            let bits: [(fn(&mut Sides) -> &mut bool, WatcherType); 4] = [
+                (|s| &mut s.data, WatcherType::Data),
+                (|s| &mut s.child, WatcherType::Children),
+                (|s| &mut s.persistent, WatcherType::Persistent),
+                (|s| &mut s.recursive, WatcherType::PersistentRecursive),
+            ];
+            for (bit, watcher_type) in bits {
+                let mut without = server;
+                if std::mem::take(bit(&mut without)) && without.serve(need) {
+                    server = without;
+                    remove.push(watcher_type);
+                }
+            }
+        }
+        entry.server = server;
+        if entry.is_empty() {
             self.paths.remove(server_path);
         }
         self.recount();
-        live
+        remove
+    }
+
+    /// A `removeWatches` of `kind` is being sent for `server_path`: the server will not hold
+    /// those watches any more.
+    pub(crate) fn forget(&mut self, server_path: &str, kind: WatcherType) {
+        if let Some(entry) = self.paths.get_mut(server_path) {
+            let s = &mut entry.server;
+            match kind {
+                WatcherType::Children => s.child = false,
+                WatcherType::Data => s.data = false,
+                WatcherType::Any => *s = Sides::default(),
+                WatcherType::Persistent => s.persistent = false,
+                WatcherType::PersistentRecursive => s.recursive = false,
+            }
+        }
     }
 
     /// Ends every watch with a terminal error (expiry, close, auth failure).
@@ -269,8 +382,22 @@ impl WatchRegistry {
         relative_zxid: i64,
         batch_bytes: usize,
     ) -> Vec<SetWatchesBatch> {
+        // A new connection holds no watch until this SetWatches registers the live ones, in
+        // the order the server adds them (one-shot, then persistent, then recursive).
         for entry in self.paths.values_mut() {
             entry.prune();
+            let need = entry.needs();
+            entry.server = Sides::default();
+            for (needed, kind) in [
+                (need.data, WatchKind::Data),
+                (need.child, WatchKind::Child),
+                (need.persistent, WatchKind::Persistent),
+                (need.recursive, WatchKind::PersistentRecursive),
+            ] {
+                if needed {
+                    entry.server.add(kind);
+                }
+            }
         }
         self.paths.retain(|_, e| !e.is_empty());
         self.recount();

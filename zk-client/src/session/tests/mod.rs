@@ -175,6 +175,7 @@ impl Fixture {
             path: path.into(),
             kind,
             sender: WatchSender::Once(tx),
+            on_server: true,
         };
         let body = encode(&GetDataRequest {
             path: path.into(),

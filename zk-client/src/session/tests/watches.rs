@@ -207,6 +207,7 @@ fn persistent(f: &mut Fixture, path: &str, kind: WatchKind) -> EventReceiver {
         path: path.into(),
         kind,
         sender: WatchSender::Stream(tx),
+        on_server: true,
     };
     let mut r = f.submit(OpCode::AddWatch, Bytes::new(), Some(action));
     let (xid, _, _) = f.sent().last().unwrap().packet();
@@ -324,7 +325,6 @@ fn dropping_the_last_persistent_watcher_removes_the_server_watch() {
     f.s.handle_command(
         Command::DropWatch {
             path: "/root/q".into(),
-            kind: WatchKind::Persistent,
         },
         f.now,
     );
@@ -333,7 +333,6 @@ fn dropping_the_last_persistent_watcher_removes_the_server_watch() {
     f.s.handle_command(
         Command::DropWatch {
             path: "/root/p".into(),
-            kind: WatchKind::Persistent,
         },
         f.now,
     );
@@ -382,11 +381,10 @@ fn dropping_one_shot_watchers_removes_only_unused_server_watches() {
         f.reply(xid, 1, ErrorCode::Ok, b"").unwrap();
     }
     f.sent();
-    let drop_watch = |f: &mut Fixture, kind| {
+    let drop_watch = |f: &mut Fixture, _kind: WatchKind| {
         f.s.handle_command(
             Command::DropWatch {
                 path: "/root/a".into(),
-                kind,
             },
             f.now,
         )
@@ -409,4 +407,141 @@ fn dropping_one_shot_watchers_removes_only_unused_server_watches() {
     drop(child);
     drop_watch(&mut f, WatchKind::Child);
     assert!(removed(&mut f).is_empty());
+}
+
+fn drop_watch(f: &mut Fixture, path: &str) {
+    f.s.handle_command(Command::DropWatch { path: path.into() }, f.now);
+}
+
+/// The watch flag (last byte) of every getData/exists/getChildren request sent.
+fn watch_flags(sent: &[Sent]) -> Vec<(i32, bool)> {
+    sent.iter()
+        .map(Sent::packet)
+        .filter(|p| p.1 != OpCode::RemoveWatches.as_i32())
+        .map(|p| (p.1, p.2.last() == Some(&1)))
+        .collect()
+}
+
+#[test]
+fn a_watch_whose_watcher_was_dropped_before_the_reply_is_removed_when_the_reply_comes() {
+    let mut f = connected();
+    let (_r, w) = f.watch(OpCode::GetData, "/root/a", WatchKind::Data);
+    f.sent();
+    drop(w);
+    drop_watch(&mut f, "/root/a");
+    assert!(
+        removed(&mut f).is_empty(),
+        "not yet: the request is in flight"
+    );
+    f.reply(1, 1, ErrorCode::Ok, b"").unwrap();
+    assert_eq!(
+        removed(&mut f),
+        [("/root/a".to_string(), WatcherType::Any as i32)]
+    );
+    f.reply(2, 1, ErrorCode::Ok, b"").unwrap(); // the removal
+                                                // The same for a persistent watch whose add_watch future was dropped.
+    let (tx, rx) = event_queue(4);
+    let _r = f.submit(
+        OpCode::AddWatch,
+        Bytes::new(),
+        Some(WatchAction::Register {
+            path: "/root/p".into(),
+            kind: WatchKind::PersistentRecursive,
+            sender: WatchSender::Stream(tx),
+            on_server: true,
+        }),
+    );
+    let (xid, _, _) = f.sent().last().unwrap().packet();
+    drop(rx);
+    drop_watch(&mut f, "/root/p");
+    f.reply(xid, 1, ErrorCode::Ok, b"").unwrap();
+    assert_eq!(
+        removed(&mut f),
+        [("/root/p".to_string(), WatcherType::Any as i32)]
+    );
+}
+
+#[test]
+fn a_drop_deferred_by_another_registration_is_done_when_that_one_completes() {
+    let mut f = connected();
+    let (_r, exist) = f.watch(OpCode::Exists, "/root/a", WatchKind::Exist);
+    f.reply(1, 1, ErrorCode::Ok, b"").unwrap();
+    // A child watch is being set on the same path when the exist watcher goes.
+    let (_r, _child) = f.watch(OpCode::GetChildren2, "/root/a", WatchKind::Child);
+    f.sent();
+    drop(exist);
+    drop_watch(&mut f, "/root/a");
+    assert!(removed(&mut f).is_empty(), "waits for the registration");
+    f.reply(2, 1, ErrorCode::Ok, b"").unwrap();
+    assert_eq!(
+        removed(&mut f),
+        [("/root/a".to_string(), WatcherType::Data as i32)],
+        "the data watch nobody needs goes; the child watch stays"
+    );
+    f.reply(3, 1, ErrorCode::Ok, b"").unwrap(); // the removal
+                                                // A registration that fails (the node is gone) also lets a deferred drop through.
+    let (_r, data) = f.watch(OpCode::GetData, "/root/b", WatchKind::Data);
+    f.reply(4, 1, ErrorCode::Ok, b"").unwrap();
+    let (_r, _failing) = f.watch(OpCode::GetData, "/root/b", WatchKind::Data);
+    f.sent();
+    drop(data);
+    drop_watch(&mut f, "/root/b");
+    f.reply(5, 1, ErrorCode::NoNode, b"").unwrap();
+    assert_eq!(
+        removed(&mut f),
+        [("/root/b".to_string(), WatcherType::Any as i32)]
+    );
+}
+
+#[test]
+fn a_persistent_watch_kept_for_a_one_shot_watcher_goes_when_that_one_fires() {
+    let mut f = connected();
+    let (_r, mut once) = f.watch(OpCode::GetData, "/root/a", WatchKind::Data);
+    f.reply(1, 1, ErrorCode::Ok, b"").unwrap();
+    let p = persistent(&mut f, "/root/a", WatchKind::Persistent);
+    f.sent();
+    drop(p);
+    drop_watch(&mut f, "/root/a");
+    assert!(
+        removed(&mut f).is_empty(),
+        "the server's persistent watch serves the one-shot watcher (ZOOKEEPER-4466)"
+    );
+    f.notify(EventType::NodeDataChanged, "/root/a");
+    assert_eq!(event(&mut once), Some(EventType::NodeDataChanged));
+    assert_eq!(
+        removed(&mut f),
+        [("/root/a".to_string(), WatcherType::Any as i32)]
+    );
+}
+
+#[test]
+fn a_one_shot_watch_on_a_persistently_watched_path_is_served_locally() {
+    let mut f = connected();
+    let mut p = persistent(&mut f, "/root/a", WatchKind::Persistent);
+    let (r, mut once) = f.watch(OpCode::GetData, "/root/a", WatchKind::Data);
+    let (_r, mut child) = f.watch(OpCode::GetChildren2, "/root/a", WatchKind::Child);
+    let (_r, mut elsewhere) = f.watch(OpCode::GetData, "/root/b", WatchKind::Data);
+    assert_eq!(
+        watch_flags(&f.sent()),
+        [
+            (OpCode::GetData.as_i32(), false),
+            (OpCode::GetChildren2.as_i32(), false),
+            (OpCode::GetData.as_i32(), true),
+        ],
+        "no one-shot watch that would replace the persistent one"
+    );
+    for xid in 2..=4 {
+        f.reply(xid, 1, ErrorCode::Ok, b"").unwrap();
+    }
+    drop(r);
+    f.notify(EventType::NodeDataChanged, "/root/a");
+    assert_eq!(event(&mut once), Some(EventType::NodeDataChanged));
+    assert_eq!(next(&mut p).map(|e| e.0), Some(EventType::NodeDataChanged));
+    f.notify(EventType::NodeChildrenChanged, "/root/a");
+    assert_eq!(event(&mut child), Some(EventType::NodeChildrenChanged));
+    assert_eq!(event(&mut elsewhere), None);
+    assert!(
+        removed(&mut f).is_empty(),
+        "the persistent watcher lives on"
+    );
 }

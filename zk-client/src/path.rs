@@ -98,6 +98,15 @@ impl Chroot {
             return Ok(path.to_owned());
         }
         if path == "/" {
+            if sequential {
+                // The server would append the sequence to the chroot's own name and create a
+                // sibling of the chroot node, outside it (the Java client does just that). A
+                // chroot is an isolation boundary: refuse.
+                return Err(Error::InvalidPath {
+                    path: path.to_owned(),
+                    reason: "a sequential create of the chroot itself would land outside it",
+                });
+            }
             return Ok(self.0.to_string());
         }
         let mut out = String::with_capacity(self.0.len() + path.len());
@@ -185,6 +194,18 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_sequential_create_of_the_chroot_itself_is_refused() {
+        let chroot = Chroot::new("/app").unwrap();
+        assert!(matches!(
+            chroot.to_server("/", true),
+            Err(Error::InvalidPath { .. })
+        ));
+        assert_eq!(chroot.to_server("/", false).unwrap(), "/app");
+        assert_eq!(chroot.to_server("/job-", true).unwrap(), "/app/job-");
+        assert_eq!(Chroot::default().to_server("/", true).unwrap(), "/");
     }
 
     #[test]

@@ -45,6 +45,18 @@ impl Sides {
             && (!need.recursive || self.recursive)
     }
 
+    /// What is left after a `removeWatches` of `kind`.
+    fn less(mut self, kind: WatcherType) -> Sides {
+        match kind {
+            WatcherType::Children => self.child = false,
+            WatcherType::Data => self.data = false,
+            WatcherType::Any => self = Sides::default(),
+            WatcherType::Persistent => self.persistent = false,
+            WatcherType::PersistentRecursive => self.recursive = false,
+        }
+        self
+    }
+
     /// Adds a watch the server accepted. ZooKeeper 3.8 keeps one mode per path and watcher
     /// (ZOOKEEPER-4466, fixed in 3.9): a persistent watch replaces the one-shot data and
     /// child watches of the path, a recursive one the one-shot data watch.
@@ -323,15 +335,14 @@ impl WatchRegistry {
             server = Sides::default();
             remove.push(WatcherType::Any);
         } else {
-            let bits: [(fn(&mut Sides) -> &mut bool, WatcherType); 4] = [
-                (|s| &mut s.data, WatcherType::Data),
-                (|s| &mut s.child, WatcherType::Children),
-                (|s| &mut s.persistent, WatcherType::Persistent),
-                (|s| &mut s.recursive, WatcherType::PersistentRecursive),
-            ];
-            for (bit, watcher_type) in bits {
-                let mut without = server;
-                if std::mem::take(bit(&mut without)) && without.serve(need) {
+            for watcher_type in [
+                WatcherType::Data,
+                WatcherType::Children,
+                WatcherType::Persistent,
+                WatcherType::PersistentRecursive,
+            ] {
+                let without = server.less(watcher_type);
+                if without != server && without.serve(need) {
                     server = without;
                     remove.push(watcher_type);
                 }
@@ -349,14 +360,7 @@ impl WatchRegistry {
     /// those watches any more.
     pub(crate) fn forget(&mut self, server_path: &str, kind: WatcherType) {
         if let Some(entry) = self.paths.get_mut(server_path) {
-            let s = &mut entry.server;
-            match kind {
-                WatcherType::Children => s.child = false,
-                WatcherType::Data => s.data = false,
-                WatcherType::Any => *s = Sides::default(),
-                WatcherType::Persistent => s.persistent = false,
-                WatcherType::PersistentRecursive => s.recursive = false,
-            }
+            entry.server = entry.server.less(kind);
         }
     }
 

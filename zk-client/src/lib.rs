@@ -83,11 +83,37 @@
 //! credentials are rejected; in [`SessionState::Closed`] after [`Client::close`] or when the
 //! last handle is dropped. These states are terminal: every pending and later call fails
 //! with [`Error::SessionExpired`], [`Error::AuthFailed`] or [`Error::Closed`], and the
-//! client never opens a new session by itself; make a new [`Client`] for that.
+//! client never opens a new session by itself; make a new [`Client`] for that. A resume that
+//! a server answers with another session id also ends the session as `Expired`: the old
+//! session, its ephemeral nodes and its watches are gone, and that is never hidden.
+//!
+//! **A session given up is closed on the server.** When the client declares the session
+//! expired itself (no server answered for the whole timeout, as during a quorum loss, when
+//! the ensemble has *not* expired it: no session expires without a quorum, and a new leader
+//! restarts every session's timer), or is closed while disconnected, the session is over for
+//! the caller at once, and the connection task keeps trying the hosts in the background
+//! (pausing at most 0.5 s between attempts, for at least two minutes) with the old session id
+//! only to end it: a server that says "expired" ends it, one that resumes it gets
+//! `closeSession`, so the session's ephemeral nodes (lock nodes among them) are gone as soon as
+//! the ensemble serves again, not a session timeout later. Nothing else is ever sent on it.
 //!
 //! Timing: the client pings after 1/3 of the negotiated timeout without sending, and drops a
 //! connection after 2/3 without hearing anything (the ratios of the reference clients).
-//! Follow the state with [`Client::state_watcher`].
+//! Reconnects back off with jitter, from 25-50 ms after the first failed attempt to 0.5-1 s
+//! (the Java client waits up to 1 s before each reconnect); a connection that ends before it
+//! lasted a read timeout counts as a failed attempt, so a server that accepts the session and
+//! hangs up at once is not hammered. [`Client::close`] waits for the `closeSession` reply at
+//! most one read timeout. [`ClientBuilder::request_timeout`] (off by default) bounds how long a
+//! call on the wire waits for its reply. Follow the state with [`Client::state_watcher`].
+//!
+//! # Limits
+//!
+//! A request larger than the server's `jute.maxbuffer` (1 MiB by default) would make the
+//! server drop the connection and fail every call in flight; the client fails that call alone
+//! with [`Error::RequestTooLarge`] and sends nothing ([`ClientBuilder::max_request_len`]).
+//! Replies up to 4 MiB are read ([`ClientBuilder::max_frame_len`]), which covers the largest
+//! node the default server stores. Replies with bytes after the fields this client knows
+//! (newer servers append fields) are accepted, as the Java client does.
 //!
 //! # Watches
 //!
@@ -99,13 +125,28 @@
 //! hang. Event paths are relative to the chroot. Dropping a watcher before its event drops
 //! interest in it: it is not re-registered after a reconnect, and when no other watcher of
 //! the client needs the same server-side watch, the client removes it (`removeWatches`).
+//! That holds whatever else is going on: a watcher dropped before its call's reply, while
+//! another call sets a watch on the same path, or beside a one-shot watcher that keeps a
+//! persistent watch alive until it fires; the client looks again each time a registration
+//! completes or a one-shot fires.
+//!
+//! ZooKeeper 3.8 keeps one watch mode per path and session (ZOOKEEPER-4466, fixed in 3.9): a
+//! one-shot watch set on a path that has a persistent watch replaces it. The client therefore
+//! sets no server watch for a one-shot watcher on a path where its persistent watch is
+//! already registered, and serves that watcher from the persistent watch's events. (A
+//! one-shot watch whose call is sent while the `add_watch` on the same path is still in
+//! flight is not covered; set the persistent watch first.) A [`PersistentWatcher`] holds a
+//! bounded queue of unread events ([`ClientBuilder::watch_buffer`]); a reader that falls
+//! behind gets [`Error::Lagged`] with the number of events dropped, then the events after.
 //!
 //! # Errors
 //!
 //! [`Error`] is a flat enum: node outcomes (`NoNode`, `NodeExists`, `BadVersion`, ...),
 //! session outcomes (`ConnectionLoss`, `SessionExpired`, ...), `Multi { index, code }` for
-//! a failed transaction, `Server(code)` for anything else the server says, and local
-//! rejections (`InvalidPath`, `InvalidArgument`). It is `Clone + Send + Sync`;
+//! a failed transaction, `Server(code)` for anything else the server says, local
+//! rejections (`InvalidPath`, `InvalidArgument`, `RequestTooLarge`), `Lagged` for a slow
+//! persistent watcher, and `Protocol`/`UnexpectedReply` for a server that breaks the
+//! protocol (bad bytes, a multi reply with the wrong number of results). It is `Clone + Send + Sync`;
 //! [`Error::is_retryable`] and [`Error::code`] help generic handling.
 #![forbid(unsafe_code)]
 

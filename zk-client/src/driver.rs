@@ -20,9 +20,10 @@ use tokio::time::{sleep, timeout, Sleep};
 use tracing::{debug, trace};
 use zk_proto::frame::decode_frame;
 
-use crate::connect::{HostList, MAX_BACKOFF};
-use crate::session::{Command, Disconnect, Session};
-use crate::watch::{SessionInfo, SessionState};
+use crate::command::Command;
+use crate::hosts::{HostList, MAX_BACKOFF};
+use crate::session::{Disconnect, Session};
+use crate::state::{SessionInfo, SessionState};
 
 /// Read buffer size (and the spare room kept before each read).
 const READ_BUF: usize = 64 * 1024;

@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
 
 use crate::error::{Error, Result};
-use crate::watch::WatchedEvent;
+use crate::event::WatchedEvent;
 
 /// What both ends share besides the channel.
 #[derive(Debug, Default)]
@@ -133,7 +133,7 @@ impl EventReceiver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::watch::EventType;
+    use crate::event::EventType;
 
     fn event(i: usize) -> WatchedEvent {
         WatchedEvent {

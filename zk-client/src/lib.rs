@@ -150,25 +150,31 @@
 //! [`Error::is_retryable`] and [`Error::code`] help generic handling.
 #![forbid(unsafe_code)]
 
+mod builder;
 mod client;
-mod config;
+mod command;
 mod connect;
 mod driver;
 mod error;
+mod event;
 mod event_queue;
+mod hosts;
 mod path;
 mod session;
-mod watch;
+mod state;
+mod state_watcher;
+mod watcher;
 
-pub use client::{Client, CreateOptions, Op, OpResult, ReadOp, ReadResult, Transaction};
-pub use config::{
+pub use builder::{
     ClientBuilder, DEFAULT_MAX_OUTSTANDING, DEFAULT_SESSION_TIMEOUT, DEFAULT_WATCH_BUFFER,
 };
+pub use bytes::Bytes;
+pub use client::{Client, CreateOptions, Op, OpResult, ReadOp, ReadResult, Transaction};
 pub use error::{Error, Result};
-pub use watch::{
-    AddWatchMode, EventType, PersistentWatcher, SessionState, StateWatcher, WatchedEvent, Watcher,
-    WatcherType,
-};
+pub use event::{AddWatchMode, EventType, WatchedEvent, WatcherType};
+pub use state::SessionState;
+pub use state_watcher::StateWatcher;
+pub use watcher::{PersistentWatcher, Watcher};
 pub use zk_proto::records::{ClientInfo, CreateMode};
 pub use zk_proto::{Acl, ErrorCode, Id, Perms, Stat};
 

@@ -10,9 +10,9 @@ use zk_proto::{decode_prefix, OpCode, Stat};
 
 use super::node::one_shot;
 use super::{encode, Client};
+use crate::command::WatchKind;
 use crate::error::Result;
-use crate::session::WatchKind;
-use crate::watch::Watcher;
+use crate::watcher::Watcher;
 
 impl Client {
     /// The names (not paths) of the node's children, in no particular order, and the

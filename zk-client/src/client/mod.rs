@@ -21,22 +21,18 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
-use tracing::Instrument;
 use zk_proto::records::{
     AuthPacket, ClientInfo, GetDataRequest, GetDataResponse, SyncRequest, WhoAmIResponse,
     CONFIG_NODE,
 };
 use zk_proto::{decode_prefix, OpCode, Record, Stat};
 
-use crate::config::ClientBuilder;
-use crate::connect::{parse_connect_string, HostList};
-use crate::driver::{now, Driver, DriverConfig};
+use crate::builder::ClientBuilder;
+use crate::command::{Command, Request, WatchAction};
 use crate::error::{Error, Result};
 use crate::path::Chroot;
-use crate::session::{
-    timers, Command, Request, Session, SessionConfig, WatchAction, SET_WATCHES_BATCH_BYTES,
-};
-use crate::watch::{SessionInfo, SessionState, StateWatcher, STATE_HISTORY};
+use crate::state::{SessionInfo, SessionState};
+use crate::state_watcher::StateWatcher;
 
 pub use multi::{Op, OpResult, ReadOp, ReadResult, Transaction};
 pub use options::CreateOptions;
@@ -130,75 +126,22 @@ impl Client {
         Self::builder(connect_string).connect().await
     }
 
-    pub(crate) async fn connect_with(b: ClientBuilder) -> Result<Client> {
-        let (hosts, chroot) = parse_connect_string(&b.connect_string)?;
-        let hosts = HostList::new(hosts);
-        let connect_timeout = b
-            .connect_timeout
-            .unwrap_or_else(|| timers::connect_timeout(b.session_timeout, hosts.len()));
-        let cfg = SessionConfig {
-            session_timeout: b.session_timeout,
-            connect_timeout,
-            read_only: b.read_only,
-            max_outstanding: b.max_outstanding,
-            reconnect_wait: b.reconnect_wait.unwrap_or(b.session_timeout),
-            chroot: chroot.clone(),
-            set_watches_batch: SET_WATCHES_BATCH_BYTES,
-            max_request_len: b.max_request_len,
-            request_timeout: b.request_timeout,
-        };
-        let session = Session::new(cfg, now());
-        let (tx, rx) = mpsc::unbounded_channel();
-        let (info_tx, info_rx) = watch::channel(SessionInfo::default());
-        let (transitions_tx, transitions) = broadcast::channel(STATE_HISTORY);
-        let driver = Driver::new(
-            session,
-            hosts,
-            rx,
-            info_tx,
-            transitions_tx,
-            DriverConfig {
-                max_frame_len: b.max_frame_len,
-                batch_reads: b.batch_reads,
-            },
-        );
-        let span = tracing::debug_span!(
-            "zk_session",
-            connect = %b.connect_string,
-            session_id = tracing::field::Empty
-        );
-        tokio::spawn(driver.run().instrument(span));
-
-        let client = Client {
+    /// A handle on the connection task that `tx` feeds and `info` follows.
+    pub(crate) fn new(
+        tx: mpsc::UnboundedSender<Command>,
+        info: watch::Receiver<SessionInfo>,
+        transitions: broadcast::Receiver<SessionState>,
+        chroot: Chroot,
+        watch_buffer: usize,
+    ) -> Client {
+        Client {
             inner: Arc::new(Inner {
                 tx,
-                info: info_rx,
+                info,
                 transitions,
                 chroot,
-                watch_buffer: b.watch_buffer,
+                watch_buffer,
             }),
-        };
-        let auths: Vec<_> = b
-            .auths
-            .iter()
-            .map(|(scheme, auth)| client.add_auth(scheme, auth))
-            .collect();
-        let mut states = client.state_watcher();
-        let ready = async {
-            let state = states.wait_for(SessionState::is_connected).await;
-            if let Some(err) = state.terminal_error() {
-                return Err(err);
-            }
-            for auth in auths {
-                auth.await?;
-            }
-            Ok(())
-        };
-        let establish = b.establish_timeout.unwrap_or(b.session_timeout * 2);
-        match tokio::time::timeout(establish, ready).await {
-            Ok(Ok(())) => Ok(client),
-            Ok(Err(err)) => Err(err),
-            Err(_) => Err(Error::Timeout),
         }
     }
 

@@ -11,10 +11,10 @@ use zk_proto::records::{
 use zk_proto::{decode_prefix, OpCode, Stat};
 
 use super::{encode, Client, CreateOptions};
+use crate::command::{WatchAction, WatchKind, WatchSender};
 use crate::error::{Error, Result};
 use crate::path::Chroot;
-use crate::session::{WatchAction, WatchKind, WatchSender};
-use crate::watch::Watcher;
+use crate::watcher::Watcher;
 
 /// How many times `create_all` re-creates the parents when they vanish under it.
 const CREATE_ALL_TRIES: usize = 3;

@@ -6,10 +6,10 @@ use zk_proto::records::{AddWatchMode, AddWatchRequest, RemoveWatchesRequest, Wat
 use zk_proto::OpCode;
 
 use super::{encode, Client};
+use crate::command::{WatchAction, WatchKind, WatchSender};
 use crate::error::Result;
 use crate::event_queue::event_queue;
-use crate::session::{WatchAction, WatchKind, WatchSender};
-use crate::watch::PersistentWatcher;
+use crate::watcher::PersistentWatcher;
 
 impl Client {
     /// Adds a persistent watch (`addWatch`, ZooKeeper 3.6+): a stream of events on `path`

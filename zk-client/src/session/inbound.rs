@@ -8,9 +8,10 @@ use zk_proto::records::{ConnectResponse, EventType, WatcherEvent};
 use zk_proto::{decode_prefix, xid as special, ErrorCode, OpCode, Record, ReplyHeader};
 
 use super::pending::InFlight;
-use super::{timers, write_packet, Disconnect, Phase, Session, WatchAction, WatchKind};
+use super::{timers, write_packet, Disconnect, Phase, Session};
+use crate::command::{WatchAction, WatchKind};
 use crate::error::Error;
-use crate::watch::SessionState;
+use crate::state::SessionState;
 
 impl Session {
     /// One frame body from the server.

@@ -33,7 +33,6 @@
 mod inbound;
 mod pending;
 mod reap;
-mod request;
 pub(crate) mod timers;
 mod watches;
 mod xid;
@@ -51,11 +50,11 @@ use zk_proto::frame::encode_frame;
 use zk_proto::records::{ConnectRequest, RemoveWatchesRequest};
 use zk_proto::{xid as special, DecodeError, OpCode, Record, RequestHeader};
 
+use crate::command::{Command, Request, WatchAction};
 use crate::error::{Error, Result};
 use crate::path::Chroot;
-use crate::watch::{SessionInfo, SessionState};
+use crate::state::{SessionInfo, SessionState};
 use pending::{InFlight, PendingQueue};
-pub(crate) use request::{Command, Request, WatchAction, WatchKind, WatchSender};
 use watches::WatchRegistry;
 use xid::XidAllocator;
 

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use tokio::sync::oneshot;
 use zk_proto::OpCode;
 
-use super::request::WatchAction;
+use crate::command::WatchAction;
 use crate::error::{Error, Result};
 
 /// A request on the wire, waiting for its reply.

@@ -29,7 +29,7 @@ use zk_proto::records::ConnectResponse;
 use zk_proto::{OpCode, Record, ReplyHeader};
 
 use super::{write_packet, Disconnect, Phase, Session};
-use crate::watch::SessionState;
+use crate::state::SessionState;
 
 /// The least time a given-up session is worked on: long enough for a typical leader election
 /// or quorum loss to end. At least four session timeouts in any case.

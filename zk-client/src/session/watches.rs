@@ -7,11 +7,11 @@ use tokio::sync::oneshot;
 use zk_proto::records::{EventType, SetWatches, SetWatches2, WatcherType};
 use zk_proto::{OpCode, Record};
 
-use super::request::{WatchKind, WatchSender};
+use crate::command::{WatchKind, WatchSender};
 use crate::error::{Error, Result};
+use crate::event::WatchedEvent;
 use crate::event_queue::EventSender;
 use crate::path::Chroot;
-use crate::watch::WatchedEvent;
 
 type Once = oneshot::Sender<Result<WatchedEvent>>;
 type Stream = EventSender;

@@ -10,7 +10,8 @@ use zk_proto::records::{
 use zk_proto::{xid as special, ErrorCode, OpCode, Record, ReplyHeader, RequestHeader};
 
 use super::*;
-use crate::watch::WatchedEvent;
+use crate::command::{WatchKind, WatchSender};
+use crate::event::WatchedEvent;
 
 mod watches;
 

@@ -6,8 +6,8 @@ use zk_proto::records::WatcherType;
 use zk_proto::OpCode;
 
 use crate::error::Result;
+use crate::event::WatchedEvent;
 use crate::event_queue::EventSender;
-use crate::watch::WatchedEvent;
 
 /// A message from a client handle to the driver task.
 #[derive(Debug)]

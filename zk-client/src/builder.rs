@@ -223,6 +223,6 @@ impl ClientBuilder {
     /// accepted a session within the establish timeout, `AuthFailed` when the server
     /// rejected the credentials.
     pub async fn connect(self) -> Result<Client> {
-        Client::connect_with(self).await
+        crate::connect::connect(self).await
     }
 }

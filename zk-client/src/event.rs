@@ -1,0 +1,12 @@
+//! [`WatchedEvent`], what a watcher receives, and the protocol's event and watch kinds.
+
+pub use zk_proto::records::{AddWatchMode, EventType, WatcherType};
+
+/// A change to a watched node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchedEvent {
+    /// What happened.
+    pub event_type: EventType,
+    /// The node, relative to the client's chroot.
+    pub path: String,
+}

@@ -113,7 +113,7 @@ impl Driver {
                 None => self.hosts.on_failure(),
             }
         }
-        self.publish();
+        self.deliver();
         debug!(state = ?self.session.state(), "session over");
     }
 
@@ -147,7 +147,7 @@ impl Driver {
                     let _ = self.on_timer();
                 }
             }
-            self.publish();
+            self.deliver();
             if self.session.is_done() {
                 return None;
             }
@@ -172,7 +172,7 @@ impl Driver {
                     wbuf = bytes;
                 }
             }
-            self.publish();
+            self.deliver();
             if self.session.is_done() {
                 // Best effort: e.g. nothing, or the tail of a reply we no longer need.
                 return;
@@ -253,7 +253,7 @@ impl Driver {
             established.map(|t| now.saturating_duration_since(t)),
             self.session.stable_after(),
         );
-        self.publish();
+        self.deliver();
     }
 
     /// Deep-pipeline pause: for `pause`, with the socket deregistered so that no arriving
@@ -269,7 +269,7 @@ impl Driver {
                 cmd = self.rx.recv(), if !self.rx_closed => self.on_command(cmd),
                 () = self.timer.as_mut() => self.on_timer()?,
             }
-            self.publish();
+            self.deliver();
             if self.session.is_done() {
                 return Ok(());
             }
@@ -337,22 +337,29 @@ impl Driver {
         }
     }
 
-    fn publish(&mut self) {
-        if let Some(info) = self.session.poll_info() {
-            let (old_state, old_id) = {
-                let old = self.info.borrow();
-                (old.state, old.session_id)
-            };
-            if info.session_id != old_id {
-                tracing::Span::current()
-                    .record("session_id", format_args!("{:#x}", info.session_id));
+    /// Delivers what the session produced, in order: replies, watch events, and state
+    /// changes (published to the state watchers).
+    fn deliver(&mut self) {
+        while let Some(event) = self.session.poll_event() {
+            if let Some(info) = event.deliver() {
+                self.publish(info);
             }
-            let state = info.state;
-            self.info.send_replace(info);
-            if state != old_state {
-                // No receiver is fine: nobody is watching.
-                let _ = self.transitions.send(state);
-            }
+        }
+    }
+
+    fn publish(&mut self, info: SessionInfo) {
+        let (old_state, old_id) = {
+            let old = self.info.borrow();
+            (old.state, old.session_id)
+        };
+        if info.session_id != old_id {
+            tracing::Span::current().record("session_id", format_args!("{:#x}", info.session_id));
+        }
+        let state = info.state;
+        self.info.send_replace(info);
+        if state != old_state {
+            // No receiver is fine: nobody is watching.
+            let _ = self.transitions.send(state);
         }
     }
 }

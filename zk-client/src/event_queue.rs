@@ -43,7 +43,7 @@ pub(crate) fn event_queue(capacity: usize) -> (EventSender, EventReceiver) {
 }
 
 /// The registry's end.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct EventSender {
     tx: mpsc::Sender<Result<WatchedEvent>>,
     shared: Arc<Shared>,

@@ -73,12 +73,17 @@ impl Session {
             read_only: resp.read_only,
         };
         self.last_heard = Some(now);
-        self.info_changed = true; // the id or password may be new even if the state is not
-        self.set_state(if resp.read_only {
+        let state = if resp.read_only {
             SessionState::ConnectedReadOnly
         } else {
             SessionState::Connected
-        });
+        };
+        if self.state == state {
+            // Same state, but the id, password and epoch may be new.
+            self.publish();
+        } else {
+            self.set_state(state);
+        }
         debug!(
             session_id = format_args!("{:#x}", self.session_id),
             timeout_ms = resp.timeout,
@@ -116,9 +121,12 @@ impl Session {
                     debug!(state = ?event.state, "session event from the server");
                     return Ok(());
                 }
-                let told = self
-                    .watches
-                    .fire(event.event_type, &event.path, &self.cfg.chroot);
+                let told = self.watches.fire(
+                    event.event_type,
+                    &event.path,
+                    &self.cfg.chroot,
+                    &mut self.events,
+                );
                 trace!(event = ?event.event_type, told, "notification");
                 // A fired one-shot may leave a persistent watch nobody needs now.
                 self.reconcile_watches(&event.path, now);
@@ -128,16 +136,17 @@ impl Session {
                 let waiter = self.auth_waiters.pop_front().flatten();
                 if header.err == ErrorCode::AuthFailed {
                     if let Some(w) = waiter {
-                        let _ = w.send(Err(Error::AuthFailed));
+                        self.events.reply(w, Err(Error::AuthFailed));
                     }
                     warn!("authentication failed");
                     self.terminate(SessionState::AuthFailed);
                 } else if let Some(w) = waiter {
-                    let _ = w.send(if header.err.is_ok() {
+                    let result = if header.err.is_ok() {
                         Ok(Bytes::new())
                     } else {
                         Err(header.err.into())
-                    });
+                    };
+                    self.events.reply(w, result);
                 }
             }
             special::SET_WATCHES => {
@@ -170,7 +179,7 @@ impl Session {
     /// Answers a request; registers or removes watches when it succeeded.
     fn complete(&mut self, inflight: InFlight, err: ErrorCode, body: Bytes) {
         if inflight.op == OpCode::CloseSession {
-            let _ = inflight.reply.send(Ok(Bytes::new()));
+            self.events.reply(inflight.reply, Ok(Bytes::new()));
             debug!("session closed");
             self.terminate(SessionState::Closed);
             return;
@@ -197,12 +206,12 @@ impl Session {
                 }
             }
             Some(WatchAction::Remove { path, kind }) if ok => {
-                self.watches.remove(&path, kind, &self.cfg.chroot);
+                self.watches
+                    .remove(&path, kind, &self.cfg.chroot, &mut self.events);
             }
             _ => {}
         }
-        let _ = inflight
-            .reply
-            .send(if ok { Ok(body) } else { Err(err.into()) });
+        let result = if ok { Ok(body) } else { Err(err.into()) };
+        self.events.reply(inflight.reply, result);
     }
 }

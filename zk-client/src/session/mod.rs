@@ -19,7 +19,8 @@
 //! # Outputs (`poll_*`), to call after every input
 //!
 //! * [`Session::poll_transmit`]: bytes to write, all packets coalesced into one buffer.
-//! * [`Session::poll_info`]: the new [`SessionInfo`] to publish when the state changed.
+//! * [`Session::poll_event`]: the next [`Event`] to deliver: a state change (with the
+//!   [`SessionInfo`] to publish), a request's answer, a watch event; in the order they happened.
 //! * [`Session::poll_timeout`]: when to call `handle_timeout` next.
 //! * [`Session::is_terminal`]: the session is over; the driver stops.
 //!
@@ -31,6 +32,7 @@
 //! the credentials and watches of the session (as in Java's `ClientCnxn.primeConnection`).
 
 mod inbound;
+mod outbox;
 mod pending;
 mod reap;
 pub(crate) mod timers;
@@ -54,6 +56,8 @@ use crate::command::{Command, Request, WatchAction};
 use crate::error::{Error, Result};
 use crate::path::Chroot;
 use crate::state::{SessionInfo, SessionState};
+pub(crate) use outbox::Event;
+use outbox::Outbox;
 use pending::{InFlight, PendingQueue};
 use watches::WatchRegistry;
 use xid::XidAllocator;
@@ -144,7 +148,8 @@ pub(crate) struct Session {
     cfg: SessionConfig,
     phase: Phase,
     state: SessionState,
-    info_changed: bool,
+    /// Outputs not yet drained by the driver.
+    events: Outbox,
     session_id: i64,
     password: Bytes,
     /// Whether a read/write server ever accepted this session (Java's `seenRwServerBefore`);
@@ -185,7 +190,7 @@ impl Session {
             cfg,
             phase: Phase::Idle,
             state: SessionState::Connecting,
-            info_changed: false,
+            events: Outbox::default(),
             session_id: 0,
             password: Bytes::from_static(&EMPTY_PASSWORD),
             seen_rw: false,
@@ -271,12 +276,14 @@ impl Session {
         }
     }
 
-    /// The session info to publish, when it changed since the last call.
-    pub(crate) fn poll_info(&mut self) -> Option<SessionInfo> {
-        if !std::mem::take(&mut self.info_changed) {
-            return None;
-        }
-        Some(SessionInfo {
+    /// The next output to deliver, in the order they happened.
+    pub(crate) fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop()
+    }
+
+    /// What the handles see of the session now.
+    fn info(&self) -> SessionInfo {
+        SessionInfo {
             state: self.state,
             session_id: self.session_id,
             password: if self.session_id == 0 {
@@ -286,7 +293,7 @@ impl Session {
             },
             timeout: self.negotiated,
             epoch: self.epoch,
-        })
+        }
     }
 
     /// The next deadline, if any.
@@ -344,26 +351,25 @@ impl Session {
 
     fn submit(&mut self, req: Request, now: Instant) {
         if let Some(err) = self.state.terminal_error() {
-            let _ = req.reply.send(Err(err));
+            self.events.reply(req.reply, Err(err));
             return;
         }
         if self.closing.is_some() {
-            let _ = req.reply.send(Err(Error::Closed));
+            self.events.reply(req.reply, Err(Error::Closed));
             return;
         }
         // The server drops the connection on a packet over its jute.maxbuffer, failing every
         // call in flight: refuse this one alone instead.
         let len = req.body.len() + REQUEST_HEADER_LEN;
         if len > self.cfg.max_request_len {
-            let _ = req.reply.send(Err(Error::RequestTooLarge {
-                len,
-                max: self.cfg.max_request_len,
-            }));
+            let max = self.cfg.max_request_len;
+            self.events
+                .reply(req.reply, Err(Error::RequestTooLarge { len, max }));
             return;
         }
         if req.op == OpCode::CloseSession && !self.is_connected() {
             debug!("closing a disconnected session locally; closing it on the server later");
-            let _ = req.reply.send(Ok(Bytes::new()));
+            self.events.reply(req.reply, Ok(Bytes::new()));
             self.give_up(SessionState::Closed, now);
             return;
         }
@@ -430,7 +436,7 @@ impl Session {
         while self.is_connected() && self.pending.len() < self.cfg.max_outstanding {
             if self.closing.is_some() {
                 for w in self.waiting.drain(..) {
-                    let _ = w.req.reply.send(Err(Error::Closed));
+                    self.events.reply(w.req.reply, Err(Error::Closed));
                 }
                 return;
             }
@@ -553,9 +559,10 @@ impl Session {
         debug!(?reason, in_flight = self.pending.len(), "disconnected");
         self.phase = Phase::Idle;
         self.out.clear();
-        self.pending.fail_all(&Error::ConnectionLoss);
+        self.pending
+            .fail_all(&Error::ConnectionLoss, &mut self.events);
         for w in self.auth_waiters.drain(..).flatten() {
-            let _ = w.send(Err(Error::ConnectionLoss));
+            self.events.reply(w, Err(Error::ConnectionLoss));
         }
         self.set_watches_pending = 0;
         let deadline = now + self.cfg.reconnect_wait;
@@ -581,7 +588,13 @@ impl Session {
                     return Ok(());
                 }
                 if let Some(limit) = self.cfg.request_timeout {
-                    if self.pending.fail_sent_before(now, limit, &Error::Timeout) {
+                    let overdue = self.pending.fail_sent_before(
+                        now,
+                        limit,
+                        &Error::Timeout,
+                        &mut self.events,
+                    );
+                    if overdue {
                         warn!(
                             timeout_ms = limit.as_millis() as u64,
                             "no reply within the request timeout: dropping the connection"
@@ -619,7 +632,7 @@ impl Session {
             match w.deadline {
                 Some(d) if now >= d => {
                     let w = self.waiting.pop_front().expect("front exists");
-                    let _ = w.req.reply.send(Err(Error::ConnectionLoss));
+                    self.events.reply(w.req.reply, Err(Error::ConnectionLoss));
                 }
                 _ => break,
             }
@@ -638,8 +651,14 @@ impl Session {
         if self.state != state {
             debug!(from = ?self.state, to = ?state, "session state");
             self.state = state;
-            self.info_changed = true;
+            self.publish();
         }
+    }
+
+    /// Queues the session info for the handles (state, id, password, epoch).
+    fn publish(&mut self) {
+        let info = self.info();
+        self.events.push(Event::Info(info));
     }
 
     /// Ends the session: every pending, queued and watching caller gets the terminal error.
@@ -657,14 +676,14 @@ impl Session {
         };
         self.set_state(state);
         self.out.clear();
-        self.pending.fail_all(&err);
+        self.pending.fail_all(&err, &mut self.events);
         for w in self.waiting.drain(..) {
-            let _ = w.req.reply.send(Err(err.clone()));
+            self.events.reply(w.req.reply, Err(err.clone()));
         }
         for w in self.auth_waiters.drain(..).flatten() {
-            let _ = w.send(Err(err.clone()));
+            self.events.reply(w, Err(err.clone()));
         }
-        self.watches.fail_all(&err);
+        self.watches.fail_all(&err, &mut self.events);
     }
 }
 

@@ -7,6 +7,7 @@ use bytes::Bytes;
 use tokio::sync::oneshot;
 use zk_proto::OpCode;
 
+use super::outbox::Outbox;
 use crate::command::WatchAction;
 use crate::error::{Error, Result};
 
@@ -64,14 +65,20 @@ impl PendingQueue {
 
     /// Fails every entry written `limit` or longer before `now` with `err` (they are the
     /// oldest ones, at the front). Returns whether any was.
-    pub(crate) fn fail_sent_before(&mut self, now: Instant, limit: Duration, err: &Error) -> bool {
+    pub(crate) fn fail_sent_before(
+        &mut self,
+        now: Instant,
+        limit: Duration,
+        err: &Error,
+        out: &mut Outbox,
+    ) -> bool {
         let mut any = false;
         while let Some(front) = self.queue.front() {
             if now < front.sent + limit {
                 break;
             }
             if let Some(inflight) = self.queue.pop_front() {
-                let _ = inflight.reply.send(Err(err.clone()));
+                out.reply(inflight.reply, Err(err.clone()));
                 any = true;
             }
         }
@@ -79,9 +86,9 @@ impl PendingQueue {
     }
 
     /// Fails every entry with `err`.
-    pub(crate) fn fail_all(&mut self, err: &Error) {
+    pub(crate) fn fail_all(&mut self, err: &Error, out: &mut Outbox) {
         for inflight in self.queue.drain(..) {
-            let _ = inflight.reply.send(Err(err.clone()));
+            out.reply(inflight.reply, Err(err.clone()));
         }
     }
 }

@@ -7,6 +7,7 @@ use tokio::sync::oneshot;
 use zk_proto::records::{EventType, SetWatches, SetWatches2, WatcherType};
 use zk_proto::{OpCode, Record};
 
+use super::outbox::{Event, Outbox};
 use crate::command::{WatchKind, WatchSender};
 use crate::error::{Error, Result};
 use crate::event::WatchedEvent;
@@ -190,6 +191,7 @@ impl WatchRegistry {
         event_type: EventType,
         server_path: &str,
         chroot: &Chroot,
+        out: &mut Outbox,
     ) -> usize {
         let event = WatchedEvent {
             event_type,
@@ -208,7 +210,10 @@ impl WatchRegistry {
             entry.server.child &= !child;
             let mut fire_once = |v: &mut Vec<Once>| {
                 for s in v.drain(..) {
-                    told += usize::from(s.send(Ok(event.clone())).is_ok());
+                    if !s.is_closed() {
+                        told += 1;
+                        out.push(Event::Watch(s, Ok(event.clone())));
+                    }
                 }
             };
             if data {
@@ -221,9 +226,12 @@ impl WatchRegistry {
                 fire_once(&mut entry.child);
             }
             entry.persistent.retain(|s| {
-                let ok = s.send(event.clone());
-                told += usize::from(ok);
-                ok
+                let live = !s.is_closed();
+                if live {
+                    told += 1;
+                    out.push(Event::Stream(s.clone(), event.clone()));
+                }
+                live
             });
             if entry.is_empty() {
                 self.paths.remove(server_path);
@@ -235,9 +243,12 @@ impl WatchRegistry {
                 if let Some(entry) = self.paths.get_mut(ancestor) {
                     let before = entry.recursive.len();
                     entry.recursive.retain(|s| {
-                        let ok = s.send(event.clone());
-                        told += usize::from(ok);
-                        ok
+                        let live = !s.is_closed();
+                        if live {
+                            told += 1;
+                            out.push(Event::Stream(s.clone(), event.clone()));
+                        }
+                        live
                     });
                     pruned |= entry.recursive.len() != before;
                 }
@@ -253,17 +264,24 @@ impl WatchRegistry {
     /// After a successful `removeWatches`: removes the local watches of `kind` on the path and
     /// tells each of them (`DataWatchRemoved`, `ChildWatchRemoved`, `PersistentWatchRemoved`),
     /// as the Java client does. Persistent streams end after that event.
-    pub(crate) fn remove(&mut self, server_path: &str, kind: WatcherType, chroot: &Chroot) {
+    pub(crate) fn remove(
+        &mut self,
+        server_path: &str,
+        kind: WatcherType,
+        chroot: &Chroot,
+        out: &mut Outbox,
+    ) {
         let Some(entry) = self.paths.get_mut(server_path) else {
             return;
         };
         let path = chroot.to_client(server_path);
-        let tell = |v: Vec<Once>, event_type| {
+        let mut tell = |v: Vec<Once>, event_type| {
             for s in v {
-                let _ = s.send(Ok(WatchedEvent {
+                let event = WatchedEvent {
                     event_type,
                     path: path.clone(),
-                }));
+                };
+                out.push(Event::Watch(s, Ok(event)));
             }
         };
         let (data, child, persistent) = match kind {
@@ -290,11 +308,12 @@ impl WatchRegistry {
                 .into_iter()
                 .chain(std::mem::take(&mut entry.recursive));
             for s in streams {
-                s.send(WatchedEvent {
+                let event = WatchedEvent {
                     event_type: EventType::PersistentWatchRemoved,
                     path: path.clone(),
-                });
-                s.end(Error::Closed);
+                };
+                out.push(Event::Stream(s.clone(), event));
+                out.push(Event::StreamEnd(s, Error::Closed));
             }
         }
         if entry.is_empty() {
@@ -365,13 +384,13 @@ impl WatchRegistry {
     }
 
     /// Ends every watch with a terminal error (expiry, close, auth failure).
-    pub(crate) fn fail_all(&mut self, err: &Error) {
+    pub(crate) fn fail_all(&mut self, err: &Error, out: &mut Outbox) {
         for (_, entry) in self.paths.drain() {
             for s in entry.data.into_iter().chain(entry.exist).chain(entry.child) {
-                let _ = s.send(Err(err.clone()));
+                out.push(Event::Watch(s, Err(err.clone())));
             }
             for s in entry.persistent.into_iter().chain(entry.recursive) {
-                s.end(err.clone());
+                out.push(Event::StreamEnd(s, err.clone()));
             }
         }
         self.recursive = 0;

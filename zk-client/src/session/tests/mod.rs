@@ -36,6 +36,8 @@ struct Fixture {
     s: Session,
     t0: Instant,
     now: Instant,
+    /// Session infos published so far.
+    infos: Vec<SessionInfo>,
 }
 
 /// A written packet: header and body, or the ConnectRequest.
@@ -61,7 +63,55 @@ impl Fixture {
             s: Session::new(cfg, t0),
             t0,
             now: t0,
+            infos: Vec::new(),
         }
+    }
+
+    /// Delivers what the session produced (as the driver does after every input).
+    fn pump(&mut self) {
+        while let Some(event) = self.s.poll_event() {
+            if let Some(info) = event.deliver() {
+                self.infos.push(info);
+            }
+        }
+    }
+
+    /// The session info last published, if any since the last call.
+    fn last_info(&mut self) -> Option<SessionInfo> {
+        self.pump();
+        self.infos.drain(..).last()
+    }
+
+    fn timeout(&mut self, now: Instant) -> Result<(), Disconnect> {
+        let r = self.s.handle_timeout(now);
+        self.pump();
+        r
+    }
+
+    fn disconnect(&mut self, reason: &Disconnect, now: Instant) {
+        self.s.handle_disconnect(reason, now);
+        self.pump();
+    }
+
+    fn frame(&mut self, frame: Bytes, now: Instant) -> Result<(), Disconnect> {
+        let r = self.s.handle_frame(frame, now);
+        self.pump();
+        r
+    }
+
+    fn command(&mut self, cmd: Command, now: Instant) {
+        self.s.handle_command(cmd, now);
+        self.pump();
+    }
+
+    fn tcp_up(&mut self, now: Instant) {
+        self.s.handle_connected(now);
+        self.pump();
+    }
+
+    fn shutdown(&mut self, now: Instant) {
+        self.s.handle_shutdown(now);
+        self.pump();
     }
 
     fn at(&mut self, after: Duration) -> Instant {
@@ -96,7 +146,7 @@ impl Fixture {
 
     /// TCP up + ConnectResponse; returns the ConnectRequest sent.
     fn connect(&mut self, session_id: i64, read_only: bool) -> ConnectRequest {
-        self.s.handle_connected(self.now);
+        self.tcp_up(self.now);
         let sent = self.sent();
         let Some(Sent::Connect(req)) = sent.into_iter().next() else {
             panic!("no ConnectRequest");
@@ -108,7 +158,7 @@ impl Fixture {
             passwd: Bytes::from_static(b"0123456789abcdef"),
             read_only,
         };
-        self.s.handle_frame(encode(&resp), self.now).unwrap();
+        self.frame(encode(&resp), self.now).unwrap();
         req
     }
 
@@ -122,7 +172,7 @@ impl Fixture {
         let mut buf = BytesMut::new();
         ReplyHeader { xid, zxid, err }.encode(&mut buf);
         buf.extend_from_slice(body);
-        self.s.handle_frame(buf.freeze(), self.now)
+        self.frame(buf.freeze(), self.now)
     }
 
     pub(super) fn notify(&mut self, event_type: EventType, path: &str) {
@@ -142,7 +192,7 @@ impl Fixture {
         watch: Option<WatchAction>,
     ) -> oneshot::Receiver<Result<Bytes>> {
         let (reply, rx) = oneshot::channel();
-        self.s.handle_command(
+        self.command(
             Command::Request(Request {
                 op,
                 body,
@@ -222,22 +272,22 @@ fn handshake_sends_connect_request_and_publishes_the_session() {
     assert_eq!(req.last_zxid_seen, 0);
     assert!(req.read_only);
     assert_eq!(f.s.state(), SessionState::Connected);
-    let info = f.s.poll_info().unwrap();
+    let info = f.last_info().unwrap();
     assert_eq!(info.session_id, 0x42);
     assert_eq!(info.password.as_ref(), b"0123456789abcdef");
     assert_eq!(info.timeout, TIMEOUT);
-    assert!(f.s.poll_info().is_none());
+    assert!(f.last_info().is_none());
 }
 
 #[test]
 fn handshake_timeout_drops_the_connection() {
     let mut f = Fixture::new(config());
-    f.s.handle_connected(f.now);
+    f.tcp_up(f.now);
     assert_eq!(f.s.poll_timeout(), Some(f.t0 + Duration::from_secs(3)));
     let now = f.at(Duration::from_millis(2999));
-    assert_eq!(f.s.handle_timeout(now), Ok(()));
+    assert_eq!(f.timeout(now), Ok(()));
     let now = f.at(Duration::from_secs(3));
-    assert_eq!(f.s.handle_timeout(now), Err(Disconnect::HandshakeTimeout));
+    assert_eq!(f.timeout(now), Err(Disconnect::HandshakeTimeout));
 }
 
 #[test]
@@ -246,7 +296,7 @@ fn reconnect_resumes_the_session_with_id_password_and_last_zxid() {
     let mut rx = f.get_data("/root/a");
     f.reply(1, 77, ErrorCode::Ok, b"x").unwrap();
     assert!(rx.try_recv().unwrap().is_ok());
-    f.s.handle_disconnect(&Disconnect::Transport, f.now);
+    f.disconnect(&Disconnect::Transport, f.now);
     assert_eq!(f.s.state(), SessionState::Disconnected);
     let req = f.connect(0x42, false);
     assert_eq!(req.session_id, 0x42);
@@ -262,19 +312,19 @@ fn negative_timeout_expires_the_session_and_fails_everything() {
     f.reply(1, 5, ErrorCode::Ok, b"").unwrap();
     assert!(reply.try_recv().unwrap().is_ok());
     let mut in_flight = f.get_data("/root/a");
-    f.s.handle_disconnect(&Disconnect::Transport, f.now);
+    f.disconnect(&Disconnect::Transport, f.now);
     assert!(matches!(
         in_flight.try_recv(),
         Ok(Err(Error::ConnectionLoss))
     ));
     let mut queued = f.get_data("/root/b");
-    f.s.handle_connected(f.now);
+    f.tcp_up(f.now);
     f.sent();
     let resp = ConnectResponse {
         timeout: 0,
         ..Default::default()
     };
-    f.s.handle_frame(encode(&resp), f.now).unwrap();
+    f.frame(encode(&resp), f.now).unwrap();
     assert_eq!(f.s.state(), SessionState::Expired);
     assert!(f.s.is_terminal());
     assert!(matches!(queued.try_recv(), Ok(Err(Error::SessionExpired))));
@@ -293,12 +343,12 @@ fn read_only_server_gives_connected_read_only_and_no_resume_until_rw() {
     f.connect(0x7, true);
     assert_eq!(f.s.state(), SessionState::ConnectedReadOnly);
     assert!(f.s.is_read_only());
-    f.s.handle_disconnect(&Disconnect::ToReadWrite, f.now);
+    f.disconnect(&Disconnect::ToReadWrite, f.now);
     // Never seen a read/write server: the read-only session id is not resumed.
     let req = f.connect(0x8, false);
     assert_eq!(req.session_id, 0);
     assert_eq!(f.s.state(), SessionState::Connected);
-    f.s.handle_disconnect(&Disconnect::Transport, f.now);
+    f.disconnect(&Disconnect::Transport, f.now);
     let req = f.connect(0x8, true);
     assert_eq!(req.session_id, 0x8);
     assert_eq!(f.s.state(), SessionState::ConnectedReadOnly);
@@ -311,10 +361,10 @@ fn pings_after_a_third_of_the_timeout_of_send_silence() {
     let mut f = connected();
     assert_eq!(f.s.poll_timeout(), Some(f.t0 + Duration::from_secs(3)));
     let now = f.at(Duration::from_millis(2999));
-    f.s.handle_timeout(now).unwrap();
+    f.timeout(now).unwrap();
     assert!(f.sent().is_empty());
     let now = f.at(Duration::from_secs(3));
-    f.s.handle_timeout(now).unwrap();
+    f.timeout(now).unwrap();
     let sent = f.sent();
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].packet().0, special::PING);
@@ -334,10 +384,10 @@ fn read_timeout_disconnects_and_fails_in_flight_with_connection_loss() {
     let mut f = connected();
     let mut rx = f.get_data("/root/a");
     let now = f.at(Duration::from_millis(5999));
-    f.s.handle_timeout(now).unwrap();
+    f.timeout(now).unwrap();
     let now = f.at(Duration::from_secs(6));
-    assert_eq!(f.s.handle_timeout(now), Err(Disconnect::ReadTimeout));
-    f.s.handle_disconnect(&Disconnect::ReadTimeout, now);
+    assert_eq!(f.timeout(now), Err(Disconnect::ReadTimeout));
+    f.disconnect(&Disconnect::ReadTimeout, now);
     assert!(matches!(rx.try_recv(), Ok(Err(Error::ConnectionLoss))));
     assert_eq!(f.s.state(), SessionState::Disconnected);
     assert_eq!(f.s.in_flight(), 0);
@@ -349,13 +399,13 @@ fn no_answer_for_the_session_timeout_expires_locally() {
     let (_, mut watcher) = f.watch(OpCode::GetData, "/root/w", WatchKind::Data);
     f.reply(1, 1, ErrorCode::Ok, b"").unwrap();
     let now = f.at(Duration::from_secs(6));
-    f.s.handle_disconnect(&Disconnect::ReadTimeout, now);
+    f.disconnect(&Disconnect::ReadTimeout, now);
     assert_eq!(f.s.poll_timeout(), Some(f.t0 + Duration::from_secs(9)));
     let now = f.at(Duration::from_millis(8999));
-    f.s.handle_timeout(now).unwrap();
+    f.timeout(now).unwrap();
     assert_eq!(f.s.state(), SessionState::Disconnected);
     let now = f.at(Duration::from_secs(9));
-    f.s.handle_timeout(now).unwrap();
+    f.timeout(now).unwrap();
     assert_eq!(f.s.state(), SessionState::Expired);
     assert!(matches!(watcher.try_recv(), Ok(Err(Error::SessionExpired))));
 }
@@ -363,7 +413,7 @@ fn no_answer_for_the_session_timeout_expires_locally() {
 #[test]
 fn calls_made_while_disconnected_wait_then_fail_with_connection_loss() {
     let mut f = connected();
-    f.s.handle_disconnect(&Disconnect::Transport, f.now);
+    f.disconnect(&Disconnect::Transport, f.now);
     f.at(Duration::from_secs(1));
     let mut early = f.get_data("/root/a");
     f.at(Duration::from_secs(2));
@@ -371,7 +421,7 @@ fn calls_made_while_disconnected_wait_then_fail_with_connection_loss() {
     assert_eq!(f.s.queued(), 2);
     assert_eq!(f.s.poll_timeout(), Some(f.t0 + Duration::from_secs(6)));
     let now = f.at(Duration::from_secs(6));
-    f.s.handle_timeout(now).unwrap();
+    f.timeout(now).unwrap();
     assert!(matches!(early.try_recv(), Ok(Err(Error::ConnectionLoss))));
     assert!(late.try_recv().is_err(), "still waiting");
     // Reconnected in time: the second one goes out.
@@ -404,7 +454,7 @@ fn replies_are_matched_fifo_and_a_mismatch_is_a_protocol_violation() {
             got: 3
         })
     );
-    f.s.handle_disconnect(&c.unwrap_err(), f.now);
+    f.disconnect(&c.unwrap_err(), f.now);
     assert!(matches!(b.try_recv(), Ok(Err(Error::ConnectionLoss))));
 }
 
@@ -469,7 +519,7 @@ fn close_session_ends_in_closed_and_rejects_later_calls() {
 #[test]
 fn close_while_disconnected_is_local() {
     let mut f = connected();
-    f.s.handle_disconnect(&Disconnect::Transport, f.now);
+    f.disconnect(&Disconnect::Transport, f.now);
     let mut queued = f.get_data("/root/a");
     let mut close = f.submit(OpCode::CloseSession, Bytes::new(), None);
     assert!(close.try_recv().unwrap().is_ok());
@@ -480,11 +530,11 @@ fn close_while_disconnected_is_local() {
 #[test]
 fn shutdown_sends_close_session() {
     let mut f = connected();
-    f.s.handle_shutdown(f.now);
+    f.shutdown(f.now);
     let sent = f.sent();
     assert_eq!(sent[0].packet().1, OpCode::CloseSession.as_i32());
     // The server hangs up before replying: still closed.
-    f.s.handle_disconnect(&Disconnect::Transport, f.now);
+    f.disconnect(&Disconnect::Transport, f.now);
     assert_eq!(f.s.state(), SessionState::Closed);
 }
 
@@ -502,9 +552,9 @@ fn connect_response(session_id: i64, timeout_ms: i32) -> Bytes {
 fn given_up() -> Fixture {
     let mut f = connected();
     let now = f.at(Duration::from_secs(6));
-    f.s.handle_disconnect(&Disconnect::ReadTimeout, now);
+    f.disconnect(&Disconnect::ReadTimeout, now);
     let now = f.at(TIMEOUT);
-    f.s.handle_timeout(now).unwrap();
+    f.timeout(now).unwrap();
     assert_eq!(f.s.state(), SessionState::Expired);
     f
 }
@@ -518,14 +568,14 @@ fn a_given_up_session_is_resumed_only_to_be_closed() {
     let mut call = f.get_data("/root/a");
     assert!(matches!(call.try_recv(), Ok(Err(Error::SessionExpired))));
     let now = f.at(TIMEOUT + Duration::from_secs(1));
-    f.s.handle_connected(now);
+    f.tcp_up(now);
     let sent = f.sent();
     let Some(Sent::Connect(req)) = sent.first() else {
         panic!("no ConnectRequest: {sent:?}");
     };
     assert_eq!(req.session_id, 0x42, "the old session");
     assert_eq!(&req.passwd[..], b"0123456789abcdef");
-    f.s.handle_frame(connect_response(0x42, 9000), now).unwrap();
+    f.frame(connect_response(0x42, 9000), now).unwrap();
     let sent = f.sent();
     assert_eq!(sent.len(), 1, "only closeSession: {sent:?}");
     let (xid, op, _) = sent[0].packet();
@@ -543,9 +593,9 @@ fn a_given_up_session_is_resumed_only_to_be_closed() {
 #[test]
 fn a_given_up_session_the_server_expired_is_done_at_once() {
     let mut f = given_up();
-    f.s.handle_connected(f.now);
+    f.tcp_up(f.now);
     f.sent();
-    f.s.handle_frame(connect_response(0, 0), f.now).unwrap();
+    f.frame(connect_response(0, 0), f.now).unwrap();
     assert!(f.s.is_done());
     assert!(f.sent().is_empty(), "nothing sent on an expired session");
 }
@@ -554,16 +604,16 @@ fn a_given_up_session_the_server_expired_is_done_at_once() {
 fn closing_a_given_up_session_is_retried_through_disconnects_and_bounded_in_time() {
     let mut f = given_up();
     // Handshake, then the connection drops before the answer: retried on the next one.
-    f.s.handle_connected(f.now);
-    f.s.handle_disconnect(&Disconnect::Transport, f.now);
+    f.tcp_up(f.now);
+    f.disconnect(&Disconnect::Transport, f.now);
     assert!(f.s.is_reaping());
-    f.s.handle_connected(f.now);
+    f.tcp_up(f.now);
     let deadline = f.s.poll_timeout().expect("handshake deadline");
-    assert!(f.s.handle_timeout(deadline).is_err(), "handshake timeout");
-    f.s.handle_disconnect(&Disconnect::HandshakeTimeout, deadline);
+    assert!(f.timeout(deadline).is_err(), "handshake timeout");
+    f.disconnect(&Disconnect::HandshakeTimeout, deadline);
     // No server ever answers: given up for good after the bound (2 min at least).
     let later = f.at(TIMEOUT + Duration::from_secs(119));
-    f.s.handle_timeout(later).unwrap();
+    f.timeout(later).unwrap();
     assert!(f.s.is_reaping());
     let end = f.s.poll_timeout().expect("reaping bound");
     assert!(
@@ -571,7 +621,7 @@ fn closing_a_given_up_session_is_retried_through_disconnects_and_bounded_in_time
         "{:?}",
         end - f.t0
     );
-    f.s.handle_timeout(end).unwrap();
+    f.timeout(end).unwrap();
     assert!(f.s.is_done());
 }
 
@@ -580,9 +630,9 @@ fn a_session_never_accepted_by_a_read_write_server_is_not_reaped() {
     let mut f = Fixture::new(config());
     f.connect(0x42, true);
     let now = f.at(Duration::from_secs(1));
-    f.s.handle_disconnect(&Disconnect::Transport, now);
+    f.disconnect(&Disconnect::Transport, now);
     let now = f.at(Duration::from_secs(1) + TIMEOUT);
-    f.s.handle_timeout(now).unwrap();
+    f.timeout(now).unwrap();
     assert_eq!(f.s.state(), SessionState::Expired);
     assert!(
         f.s.is_done(),
@@ -593,15 +643,14 @@ fn a_session_never_accepted_by_a_read_write_server_is_not_reaped() {
 #[test]
 fn close_while_disconnected_closes_the_session_on_the_server_later() {
     let mut f = connected();
-    f.s.handle_disconnect(&Disconnect::Transport, f.now);
+    f.disconnect(&Disconnect::Transport, f.now);
     let mut close = f.submit(OpCode::CloseSession, Bytes::new(), None);
     assert!(close.try_recv().unwrap().is_ok());
     assert_eq!(f.s.state(), SessionState::Closed);
     assert!(f.s.is_reaping());
-    f.s.handle_connected(f.now);
+    f.tcp_up(f.now);
     f.sent();
-    f.s.handle_frame(connect_response(0x42, 9000), f.now)
-        .unwrap();
+    f.frame(connect_response(0x42, 9000), f.now).unwrap();
     let (xid, op, _) = f.sent()[0].packet();
     assert_eq!(op, OpCode::CloseSession.as_i32());
     f.reply(xid, 3, ErrorCode::Ok, b"").unwrap();
@@ -642,9 +691,9 @@ fn the_request_timeout_fails_the_overdue_call_and_drops_the_connection() {
     let mut second = f.get_data("/root/b");
     assert_eq!(f.s.poll_timeout(), Some(f.t0 + Duration::from_secs(2)));
     let now = f.at(Duration::from_secs(2));
-    assert_eq!(f.s.handle_timeout(now), Err(Disconnect::RequestTimeout));
+    assert_eq!(f.timeout(now), Err(Disconnect::RequestTimeout));
     assert!(matches!(first.try_recv(), Ok(Err(Error::Timeout))));
-    f.s.handle_disconnect(&Disconnect::RequestTimeout, now);
+    f.disconnect(&Disconnect::RequestTimeout, now);
     assert!(matches!(second.try_recv(), Ok(Err(Error::ConnectionLoss))));
     assert_eq!(f.s.state(), SessionState::Disconnected);
 }
@@ -657,11 +706,11 @@ fn close_is_bounded_when_the_server_never_answers_it() {
     for secs in 1..6 {
         let now = f.at(Duration::from_secs(secs));
         f.reply(special::PING, 0, ErrorCode::Ok, b"").unwrap();
-        f.s.handle_timeout(now).unwrap();
+        f.timeout(now).unwrap();
         assert_eq!(f.s.state(), SessionState::Connected);
     }
     let now = f.at(Duration::from_secs(6)); // the read timeout
-    f.s.handle_timeout(now).unwrap();
+    f.timeout(now).unwrap();
     assert_eq!(f.s.state(), SessionState::Closed);
     assert!(matches!(close.try_recv(), Ok(Err(Error::Closed))));
     assert!(f.s.is_done());
@@ -670,8 +719,8 @@ fn close_is_bounded_when_the_server_never_answers_it() {
 #[test]
 fn the_connection_epoch_counts_accepted_handshakes() {
     let mut f = connected();
-    assert_eq!(f.s.poll_info().map(|i| i.epoch), Some(1));
-    f.s.handle_disconnect(&Disconnect::Transport, f.now);
+    assert_eq!(f.last_info().map(|i| i.epoch), Some(1));
+    f.disconnect(&Disconnect::Transport, f.now);
     f.connect(0x42, false);
-    assert_eq!(f.s.poll_info().map(|i| i.epoch), Some(2));
+    assert_eq!(f.last_info().map(|i| i.epoch), Some(2));
 }

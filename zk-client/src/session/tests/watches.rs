@@ -11,7 +11,7 @@ use super::*;
 use crate::event_queue::{event_queue, EventReceiver};
 
 fn reconnect(f: &mut Fixture) -> Vec<Sent> {
-    f.s.handle_disconnect(&Disconnect::Transport, f.now);
+    f.disconnect(&Disconnect::Transport, f.now);
     f.connect(0x42, false);
     f.sent()
 }
@@ -142,7 +142,7 @@ fn reconnect_sends_auth_then_set_watches_then_queued_requests() {
     f.reply(1, 3, ErrorCode::Ok, b"").unwrap();
     f.sent();
 
-    f.s.handle_disconnect(&Disconnect::Transport, f.now);
+    f.disconnect(&Disconnect::Transport, f.now);
     let mut queued = f.get_data("/root/q");
     f.connect(0x42, false);
     let sent: Vec<_> = f.sent().iter().map(Sent::packet).collect();
@@ -266,10 +266,9 @@ fn persistent_and_recursive_watches_and_set_watches2() {
     assert_eq!(sw.persistent_recursive_watches, ["/root"]);
 
     // Expiry ends the streams with the terminal error.
-    f.s.handle_disconnect(&Disconnect::Transport, f.now);
-    f.s.handle_connected(f.now);
-    f.s.handle_frame(encode(&ConnectResponse::default()), f.now)
-        .unwrap();
+    f.disconnect(&Disconnect::Transport, f.now);
+    f.tcp_up(f.now);
+    f.frame(encode(&ConnectResponse::default()), f.now).unwrap();
     assert!(matches!(p.try_recv(), Some(Err(Error::SessionExpired))));
     assert!(matches!(r.try_recv(), Some(Err(Error::SessionExpired))));
 }
@@ -322,7 +321,7 @@ fn dropping_the_last_persistent_watcher_removes_the_server_watch() {
     let q = persistent(&mut f, "/root/q", WatchKind::Persistent);
     f.sent();
     drop(q);
-    f.s.handle_command(
+    f.command(
         Command::DropWatch {
             path: "/root/q".into(),
         },
@@ -330,7 +329,7 @@ fn dropping_the_last_persistent_watcher_removes_the_server_watch() {
     );
     assert!(f.sent().is_empty(), "a data watcher still uses /root/q");
     drop(p);
-    f.s.handle_command(
+    f.command(
         Command::DropWatch {
             path: "/root/p".into(),
         },
@@ -382,7 +381,7 @@ fn dropping_one_shot_watchers_removes_only_unused_server_watches() {
     }
     f.sent();
     let drop_watch = |f: &mut Fixture, _kind: WatchKind| {
-        f.s.handle_command(
+        f.command(
             Command::DropWatch {
                 path: "/root/a".into(),
             },
@@ -410,7 +409,7 @@ fn dropping_one_shot_watchers_removes_only_unused_server_watches() {
 }
 
 fn drop_watch(f: &mut Fixture, path: &str) {
-    f.s.handle_command(Command::DropWatch { path: path.into() }, f.now);
+    f.command(Command::DropWatch { path: path.into() }, f.now);
 }
 
 /// The watch flag (last byte) of every getData/exists/getChildren request sent.

@@ -6,6 +6,7 @@ use tracing::Instrument;
 
 use crate::builder::ClientBuilder;
 use crate::client::Client;
+use crate::driver::transport::TcpConnector;
 use crate::driver::{now, Driver, DriverConfig};
 use crate::error::{Error, Result};
 use crate::hosts::{parse_connect_string, HostList};
@@ -23,6 +24,7 @@ pub(crate) async fn connect(b: ClientBuilder) -> Result<Client> {
     let (info_tx, info_rx) = watch::channel(SessionInfo::default());
     let (transitions_tx, transitions) = broadcast::channel(STATE_HISTORY);
     let driver = Driver::new(
+        TcpConnector,
         session,
         hosts,
         rx,

@@ -100,7 +100,6 @@ impl Session {
         let batches = self
             .watches
             .set_watches(self.last_zxid, self.cfg.set_watches_batch);
-        self.set_watches_pending = batches.len();
         for batch in batches {
             write_packet(&mut self.out, special::SET_WATCHES, batch.op, &batch.body);
         }
@@ -150,7 +149,6 @@ impl Session {
                 }
             }
             special::SET_WATCHES => {
-                self.set_watches_pending = self.set_watches_pending.saturating_sub(1);
                 if !header.err.is_ok() {
                     warn!(err = ?header.err, "SetWatches failed");
                 }

@@ -170,7 +170,6 @@ pub(crate) struct Session {
     auths: Vec<Bytes>,
     /// Callers waiting for the replies (xid -4) of auth packets on this connection, in order.
     auth_waiters: VecDeque<Option<oneshot::Sender<Result<Bytes>>>>,
-    set_watches_pending: usize,
     /// `closeSession` was written: nothing more goes out; the session ends when the reply
     /// comes, or locally at this deadline if it never does.
     closing: Option<Instant>,
@@ -204,7 +203,6 @@ impl Session {
             watches: WatchRegistry::default(),
             auths: Vec::new(),
             auth_waiters: VecDeque::new(),
-            set_watches_pending: 0,
             closing: None,
             out: BytesMut::with_capacity(64 * 1024),
             last_send: now,
@@ -492,15 +490,15 @@ impl Session {
     }
 
     /// A TCP connection is up: starts the handshake.
-    pub(crate) fn handle_connected(&mut self, now: Instant) {
+    /// `deadline` bounds the handshake: the attempt's connect timeout, which the TCP connect
+    /// already used part of.
+    pub(crate) fn handle_connected(&mut self, now: Instant, deadline: Instant) {
         if let Phase::Reaping { until, .. } = self.phase {
             self.out.clear();
             self.write_connect_request(true);
             self.phase = Phase::Reaping {
                 until,
-                step: reap::Step::Handshaking {
-                    deadline: now + self.cfg.connect_timeout,
-                },
+                step: reap::Step::Handshaking { deadline },
             };
             return;
         }
@@ -511,9 +509,7 @@ impl Session {
         let resume = self.seen_rw && self.session_id != 0;
         debug!(resume, session_id = self.session_id, "handshake");
         self.write_connect_request(resume);
-        self.phase = Phase::Handshaking {
-            deadline: now + self.cfg.connect_timeout,
-        };
+        self.phase = Phase::Handshaking { deadline };
         self.last_send = now;
         self.last_recv = now;
     }
@@ -564,7 +560,6 @@ impl Session {
         for w in self.auth_waiters.drain(..).flatten() {
             self.events.reply(w, Err(Error::ConnectionLoss));
         }
-        self.set_watches_pending = 0;
         let deadline = now + self.cfg.reconnect_wait;
         for w in &mut self.waiting {
             w.deadline.get_or_insert(deadline);

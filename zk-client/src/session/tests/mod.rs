@@ -105,7 +105,7 @@ impl Fixture {
     }
 
     fn tcp_up(&mut self, now: Instant) {
-        self.s.handle_connected(now);
+        self.s.handle_connected(now, now + Duration::from_secs(3));
         self.pump();
     }
 

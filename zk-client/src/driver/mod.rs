@@ -2,21 +2,34 @@
 //!
 //! It owns the [`Session`] and feeds it: commands from the client handles, frames read from
 //! the socket, timer expiries, connection events. After each input it writes what the
-//! session queued, publishes state changes and re-arms the one timer.
+//! session queued, delivers the session's events (replies, watch events, state changes) and
+//! re-arms the one timer.
+//!
+//! One connection is one loop of named steps ([`Driver::serve`]): `feed` (session output to
+//! the write buffer and the handles), `pause` (deep pipelines only) or `wait` (the next
+//! input: bytes read or written, a command, the timer, the read-only probe) and `handle`.
 //!
 //! Cheap per request by construction: all commands waiting in the channel are handed to the
 //! session in one go, everything they encode goes out in one `write`, the socket is read in
 //! 64 KiB chunks and every complete frame in a chunk is handled before the next poll.
 
+mod probe;
+pub(crate) mod transport;
+
+#[cfg(test)]
+mod tests;
+
 use std::future::Future;
+use std::io;
 use std::pin::Pin;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::AsyncWrite;
 use tokio::sync::{broadcast, mpsc, watch};
-use tokio::time::{sleep, timeout, Sleep};
+use tokio::time::{sleep, timeout_at, Sleep};
+use tokio_util::io::poll_read_buf;
 use tracing::{debug, trace};
 use zk_proto::frame::decode_frame;
 
@@ -24,6 +37,8 @@ use crate::command::Command;
 use crate::hosts::{HostList, MAX_BACKOFF};
 use crate::session::{Disconnect, Session};
 use crate::state::{SessionInfo, SessionState};
+use probe::{probe_read_write, ProbeSchedule};
+use transport::{write_now, Connector, TcpConnector, Transport};
 
 /// Read buffer size (and the spare room kept before each read).
 const READ_BUF: usize = 64 * 1024;
@@ -40,14 +55,16 @@ const MAX_DRAIN: usize = 4096;
 /// Shallow pipelines (sequential calls, a few concurrent callers) never pause.
 const DEEP_PIPELINE: usize = 64;
 const READ_DEFER: Duration = Duration::from_millis(1);
-/// Read-only probing: first pause, doubling up to the max (Java: 100 ms .. 60 s).
-const PROBE_MIN: Duration = Duration::from_millis(100);
-const PROBE_MAX: Duration = Duration::from_secs(5);
 /// Longest pause between attempts to reach a server while closing a given-up session: the
 /// quorum may be back any moment, and the session's nodes block others until it is closed.
 const REAP_MAX_BACKOFF: Duration = Duration::from_millis(500);
 
 type Probe = Pin<Box<dyn Future<Output = Option<usize>> + Send>>;
+
+/// A timer that never fires in practice (a day away).
+fn far_future() -> tokio::time::Instant {
+    tokio::time::Instant::now() + Duration::from_secs(86400)
+}
 
 /// The current time, from tokio's clock so paused-time tests control it.
 pub(crate) fn now() -> Instant {
@@ -63,7 +80,8 @@ pub(crate) struct DriverConfig {
     pub(crate) batch_reads: bool,
 }
 
-pub(crate) struct Driver {
+pub(crate) struct Driver<C: Connector = TcpConnector> {
+    connector: C,
     session: Session,
     hosts: HostList,
     rx: mpsc::UnboundedReceiver<Command>,
@@ -75,8 +93,33 @@ pub(crate) struct Driver {
     deadline: Option<Instant>,
 }
 
-impl Driver {
+/// One connection: its stream (taken out while parked), buffers, and what the loop knows.
+struct Link<S> {
+    stream: Option<S>,
+    rbuf: BytesMut,
+    wbuf: Bytes,
+    /// Sit out a deep-pipeline pause before the next read.
+    pause: bool,
+    /// When the session was established on it.
+    established: Option<Instant>,
+    index: usize,
+    addr: String,
+    probe: Option<Probe>,
+    probes: ProbeSchedule,
+}
+
+/// What woke the connection loop.
+enum Input {
+    Read(io::Result<usize>),
+    Wrote(io::Result<usize>),
+    Command(Option<Command>),
+    Timer,
+    Probe(Option<usize>),
+}
+
+impl<C: Connector> Driver<C> {
     pub(crate) fn new(
+        connector: C,
         session: Session,
         hosts: HostList,
         rx: mpsc::UnboundedReceiver<Command>,
@@ -85,6 +128,7 @@ impl Driver {
         cfg: DriverConfig,
     ) -> Self {
         Self {
+            connector,
             session,
             hosts,
             rx,
@@ -92,7 +136,7 @@ impl Driver {
             info,
             transitions,
             cfg,
-            timer: Box::pin(sleep(Duration::from_secs(86400))),
+            timer: Box::pin(tokio::time::sleep_until(far_future())),
             deadline: None,
         }
     }
@@ -109,7 +153,7 @@ impl Driver {
             let (index, addr) = self.hosts.next_host();
             let addr = addr.to_owned();
             match self.attempt(delay, &addr).await {
-                Some(stream) => self.serve(stream, index, &addr).await,
+                Some((stream, deadline)) => self.serve(stream, deadline, index, addr).await,
                 None => self.hosts.on_failure(),
             }
         }
@@ -117,16 +161,20 @@ impl Driver {
         debug!(state = ?self.session.state(), "session over");
     }
 
-    /// Waits `delay`, then connects to `addr`, serving commands and timers meanwhile.
-    async fn attempt(&mut self, delay: Duration, addr: &str) -> Option<TcpStream> {
+    /// Waits `delay`, then connects to `addr`, serving commands and timers meanwhile. The
+    /// connect and the handshake that follows share one deadline, the connect timeout.
+    async fn attempt(&mut self, delay: Duration, addr: &str) -> Option<(C::Stream, Instant)> {
         let connect_timeout = self.session.connect_timeout();
+        let connector = self.connector.clone();
         let connect = async move {
             if !delay.is_zero() {
                 sleep(delay).await;
             }
             trace!(addr, "connecting");
-            match timeout(connect_timeout, TcpStream::connect(addr)).await {
-                Ok(Ok(stream)) => Some(stream),
+            let deadline = now() + connect_timeout;
+            let at = tokio::time::Instant::from_std(deadline);
+            match timeout_at(at, connector.connect(addr)).await {
+                Ok(Ok(stream)) => Some((stream, deadline)),
                 Ok(Err(err)) => {
                     debug!(addr, %err, "connect failed");
                     None
@@ -154,103 +202,150 @@ impl Driver {
         }
     }
 
-    /// Runs one connection until it drops or the session ends.
-    async fn serve(&mut self, stream: TcpStream, index: usize, addr: &str) {
-        let _ = stream.set_nodelay(true);
-        // `None` while the socket sits out a deep-pipeline pause, deregistered.
-        let mut stream = Some(stream);
-        self.session.handle_connected(now());
-        let mut rbuf = BytesMut::with_capacity(READ_BUF);
-        let mut wbuf = Bytes::new();
-        let mut established: Option<Instant> = None;
-        let mut probe: Option<Probe> = None;
-        let mut probe_delay = PROBE_MIN;
-        let mut pause = false;
+    /// Runs one connection until it drops or the session ends: one loop of named steps.
+    async fn serve(&mut self, stream: C::Stream, deadline: Instant, index: usize, addr: String) {
+        self.session.handle_connected(now(), deadline);
+        let mut link = Link {
+            stream: Some(stream),
+            rbuf: BytesMut::with_capacity(READ_BUF),
+            wbuf: Bytes::new(),
+            pause: false,
+            established: None,
+            index,
+            addr,
+            probe: None,
+            probes: ProbeSchedule::default(),
+        };
         let reason = loop {
-            if wbuf.is_empty() {
-                if let Some(bytes) = self.session.poll_transmit() {
-                    wbuf = bytes;
-                }
-            }
-            self.deliver();
-            if self.session.is_done() {
-                // Best effort: e.g. nothing, or the tail of a reply we no longer need.
+            if !self.feed(&mut link) {
+                // Done: nothing is owed on this connection any more.
                 return;
             }
-            if established.is_none() && self.session.is_connected() {
-                established = Some(now());
-                debug!(addr, "connected");
-            }
-            if self.session.is_read_only() && probe.is_none() && self.hosts.len() > 1 {
-                probe = Some(Box::pin(probe_read_write(
-                    self.hosts.others(index),
-                    probe_delay,
-                    self.session.connect_timeout(),
-                )));
-                probe_delay = (probe_delay * 2).min(PROBE_MAX);
-            }
-            if std::mem::take(&mut pause) {
-                let registered = stream.take().expect("registered");
-                // Flush what the replies just freed; pause only with nothing left to write.
-                while !wbuf.is_empty() {
-                    match registered.try_write(&wbuf) {
-                        Ok(n) => wbuf.advance(n),
-                        Err(_) => break,
-                    }
-                }
-                if !wbuf.is_empty() {
-                    stream = Some(registered);
-                    continue;
-                }
-                let Ok(parked) = registered.into_std() else {
-                    break Disconnect::Transport;
-                };
-                if let Err(reason) = self.sit_out(READ_DEFER).await {
-                    break reason;
-                }
-                match TcpStream::from_std(parked) {
-                    Ok(s) => stream = Some(s),
-                    Err(_) => break Disconnect::Transport,
-                }
-                continue;
-            }
-            let (mut rd, mut wr) = stream.as_mut().expect("registered").split();
-            self.arm_timer();
-            tokio::select! {
-                r = rd.read_buf(&mut rbuf) => match r {
-                    Ok(0) | Err(_) => break Disconnect::Transport,
-                    Ok(_) => {
-                        if let Err(reason) = self.on_read(&mut rbuf) {
-                            break reason;
-                        }
-                        pause = self.cfg.batch_reads
-                            && self.session.in_flight() >= DEEP_PIPELINE;
-                    }
-                },
-                r = wr.write(&wbuf), if !wbuf.is_empty() => match r {
-                    Ok(n) => wbuf.advance(n),
-                    Err(_) => break Disconnect::Transport,
-                },
-                cmd = self.rx.recv(), if !self.rx_closed => self.on_command(cmd),
-                () = self.timer.as_mut() => {
-                    if let Err(reason) = self.on_timer() {
-                        break reason;
-                    }
-                }
-                found = async { probe.as_mut().expect("guarded").await }, if probe.is_some() => {
-                    probe = None;
-                    if let Some(i) = found {
-                        debug!(addr, "found a read/write server: moving");
-                        self.hosts.prefer(i);
-                        break Disconnect::ToReadWrite;
-                    }
-                }
+            let step = if std::mem::take(&mut link.pause) {
+                self.pause(&mut link).await
+            } else {
+                let input = self.wait(&mut link).await;
+                self.handle(input, &mut link)
+            };
+            if let Err(reason) = step {
+                break reason;
             }
         };
+        self.end(reason, &link);
+    }
+
+    /// Moves the session's output to the write buffer and its events to the handles; notes
+    /// the established session; starts a read-only probe when due. False when the session is
+    /// done.
+    fn feed(&mut self, link: &mut Link<C::Stream>) -> bool {
+        if link.wbuf.is_empty() {
+            if let Some(bytes) = self.session.poll_transmit() {
+                link.wbuf = bytes;
+            }
+        }
+        self.deliver();
+        if self.session.is_done() {
+            return false;
+        }
+        if link.established.is_none() && self.session.is_connected() {
+            link.established = Some(now());
+            debug!(addr = %link.addr, "connected");
+        }
+        if self.session.is_read_only() && link.probe.is_none() && self.hosts.len() > 1 {
+            link.probe = Some(Box::pin(probe_read_write(
+                self.connector.clone(),
+                self.hosts.others(link.index),
+                link.probes.next_delay(),
+                self.session.connect_timeout(),
+            )));
+        }
+        true
+    }
+
+    /// Waits for the next input on this connection.
+    async fn wait(&mut self, link: &mut Link<C::Stream>) -> Input {
+        let Some(stream) = link.stream.as_mut() else {
+            return Input::Read(Err(io::ErrorKind::NotConnected.into()));
+        };
+        let (rbuf, wbuf, probe) = (&mut link.rbuf, &link.wbuf, &mut link.probe);
+        // Reading and writing poll the one stream in turn (no split halves to allocate).
+        let io = std::future::poll_fn(|cx| {
+            if !wbuf.is_empty() {
+                if let Poll::Ready(r) = Pin::new(&mut *stream).poll_write(cx, wbuf) {
+                    return Poll::Ready(Input::Wrote(r));
+                }
+            }
+            poll_read_buf(Pin::new(&mut *stream), cx, rbuf).map(Input::Read)
+        });
+        self.arm_timer();
+        tokio::select! {
+            input = io => input,
+            cmd = self.rx.recv(), if !self.rx_closed => Input::Command(cmd),
+            () = self.timer.as_mut() => Input::Timer,
+            found = async { probe.as_mut().expect("guarded").await }, if probe.is_some() => {
+                Input::Probe(found)
+            }
+        }
+    }
+
+    /// Feeds one input to the session; an `Err` ends the connection.
+    fn handle(&mut self, input: Input, link: &mut Link<C::Stream>) -> Result<(), Disconnect> {
+        match input {
+            Input::Read(Ok(0) | Err(_)) | Input::Wrote(Err(_)) => Err(Disconnect::Transport),
+            Input::Read(Ok(_)) => {
+                self.on_read(&mut link.rbuf)?;
+                link.pause = self.cfg.batch_reads && self.session.in_flight() >= DEEP_PIPELINE;
+                Ok(())
+            }
+            Input::Wrote(Ok(n)) => {
+                link.wbuf.advance(n);
+                Ok(())
+            }
+            Input::Command(cmd) => {
+                self.on_command(cmd);
+                Ok(())
+            }
+            Input::Timer => self.on_timer(),
+            Input::Probe(found) => {
+                link.probe = None;
+                match found {
+                    Some(i) => {
+                        debug!(addr = %link.addr, "found a read/write server: moving");
+                        self.hosts.prefer(i);
+                        Err(Disconnect::ToReadWrite)
+                    }
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+
+    /// Deep-pipeline pause: flush what the replies just freed, then, with nothing left to
+    /// write, sit out [`READ_DEFER`] with the stream out of the reactor.
+    async fn pause(&mut self, link: &mut Link<C::Stream>) -> Result<(), Disconnect> {
+        let Some(mut stream) = link.stream.take() else {
+            return Err(Disconnect::Transport);
+        };
+        let flushed = write_now(&mut stream, &mut link.wbuf);
+        if flushed.is_err() {
+            return Err(Disconnect::Transport);
+        }
+        if !link.wbuf.is_empty() {
+            link.stream = Some(stream);
+            return Ok(());
+        }
+        let parked = stream.park().map_err(|_| Disconnect::Transport)?;
+        let sat = self.sit_out(READ_DEFER).await;
+        link.stream = Some(C::Stream::unpark(parked).map_err(|_| Disconnect::Transport)?);
+        sat
+    }
+
+    /// The connection is over: the session learns why, the host list how long it lasted.
+    fn end(&mut self, reason: Disconnect, link: &Link<C::Stream>) {
         let now = now();
         self.session.handle_disconnect(&reason, now);
         self.hosts.on_connection_end(
-            established.map(|t| now.saturating_duration_since(t)),
+            link.established.map(|t| now.saturating_duration_since(t)),
             self.session.stable_after(),
         );
         self.deliver();
@@ -314,7 +409,11 @@ impl Driver {
     /// The timer fired: it is disarmed and the session handles its deadlines (an `Err` ends
     /// the connection).
     fn on_timer(&mut self) -> Result<(), Disconnect> {
+        // Disarm for real: an elapsed `Sleep` stays ready, and with no next deadline (before
+        // the first session, after a handshake timeout) `arm_timer` leaves it as it is, so
+        // every `select!` would take it again at once: a busy loop through the backoff.
         self.deadline = None;
+        self.timer.as_mut().reset(far_future());
         self.session.handle_timeout(now())
     }
 
@@ -330,10 +429,8 @@ impl Driver {
         };
         if !keep {
             self.deadline = deadline;
-            let at = deadline.unwrap_or_else(|| now() + Duration::from_secs(86400));
-            self.timer
-                .as_mut()
-                .reset(tokio::time::Instant::from_std(at));
+            let at = deadline.map_or_else(far_future, tokio::time::Instant::from_std);
+            self.timer.as_mut().reset(at);
         }
     }
 
@@ -362,31 +459,4 @@ impl Driver {
             let _ = self.transitions.send(state);
         }
     }
-}
-
-/// Asks each host whether it is a read/write server (`isro` four-letter word, answered
-/// `rw` or `ro`), like the Java client's `pingRwServer`. Returns the first read/write one.
-async fn probe_read_write(
-    hosts: Vec<(usize, String)>,
-    delay: Duration,
-    per_host: Duration,
-) -> Option<usize> {
-    sleep(delay).await;
-    for (index, addr) in hosts {
-        let answer = timeout(per_host, async {
-            let mut stream = TcpStream::connect(&addr).await.ok()?;
-            stream.write_all(b"isro").await.ok()?;
-            let mut buf = Vec::with_capacity(4);
-            (&mut stream).take(16).read_to_end(&mut buf).await.ok()?;
-            Some(buf)
-        })
-        .await;
-        if let Ok(Some(answer)) = answer {
-            trace!(addr, answer = %String::from_utf8_lossy(&answer), "isro");
-            if answer.starts_with(b"rw") {
-                return Some(index);
-            }
-        }
-    }
-    None
 }

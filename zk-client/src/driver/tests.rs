@@ -1,0 +1,205 @@
+//! The connection task over in-memory streams with paused time: timing behaviour without
+//! sockets or wall-clock sleeps.
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{duplex, AsyncReadExt, AsyncWriteExt, DuplexStream};
+use tokio::sync::{broadcast, mpsc, watch, Mutex};
+use tokio::time::Instant;
+use zk_proto::records::{ConnectRequest, ConnectResponse};
+use zk_proto::{Record, RequestHeader};
+
+use super::transport::{Connector, Transport};
+use super::{Driver, DriverConfig};
+use crate::client::Client;
+use crate::hosts::HostList;
+use crate::path::Chroot;
+use crate::session::{Session, SessionConfig, SET_WATCHES_BATCH_BYTES};
+use crate::state::{SessionInfo, SessionState, STATE_HISTORY};
+
+const SESSION: Duration = Duration::from_secs(9);
+const CONNECT: Duration = Duration::from_secs(3);
+
+impl Transport for DuplexStream {
+    type Parked = DuplexStream;
+
+    fn park(self) -> io::Result<Self::Parked> {
+        Ok(self)
+    }
+
+    fn unpark(parked: Self::Parked) -> io::Result<Self> {
+        Ok(parked)
+    }
+}
+
+/// Hands the test the server end of every connection, after an optional connect delay.
+#[derive(Clone)]
+struct MemConnector {
+    accepted: mpsc::UnboundedSender<(Instant, DuplexStream)>,
+    connect_delay: Arc<Mutex<Duration>>,
+}
+
+impl Connector for MemConnector {
+    type Stream = DuplexStream;
+
+    async fn connect(&self, _addr: &str) -> io::Result<DuplexStream> {
+        let delay = *self.connect_delay.lock().await;
+        tokio::time::sleep(delay).await;
+        let (client, server) = duplex(1 << 20);
+        let _ = self.accepted.send((Instant::now(), server));
+        Ok(client)
+    }
+}
+
+struct Harness {
+    client: Client,
+    accepted: mpsc::UnboundedReceiver<(Instant, DuplexStream)>,
+    connect_delay: Arc<Mutex<Duration>>,
+    t0: Instant,
+}
+
+fn start() -> Harness {
+    let (accepted_tx, accepted) = mpsc::unbounded_channel();
+    let connect_delay = Arc::new(Mutex::new(Duration::ZERO));
+    let connector = MemConnector {
+        accepted: accepted_tx,
+        connect_delay: connect_delay.clone(),
+    };
+    let cfg = SessionConfig {
+        session_timeout: SESSION,
+        connect_timeout: CONNECT,
+        read_only: false,
+        max_outstanding: 100,
+        reconnect_wait: SESSION,
+        chroot: Chroot::default(),
+        set_watches_batch: SET_WATCHES_BATCH_BYTES,
+        max_request_len: zk_proto::SERVER_MAX_BUFFER,
+        request_timeout: None,
+    };
+    let session = Session::new(cfg, super::now());
+    let (tx, rx) = mpsc::unbounded_channel();
+    let (info_tx, info_rx) = watch::channel(SessionInfo::default());
+    let (transitions_tx, transitions) = broadcast::channel(STATE_HISTORY);
+    let driver = Driver::new(
+        connector,
+        session,
+        HostList::new(vec!["a:1".into(), "b:1".into()]),
+        rx,
+        info_tx,
+        transitions_tx,
+        DriverConfig {
+            max_frame_len: zk_proto::DEFAULT_MAX_FRAME_LEN,
+            batch_reads: true,
+        },
+    );
+    tokio::spawn(driver.run());
+    Harness {
+        client: Client::new(tx, info_rx, transitions, Chroot::default(), 16),
+        accepted,
+        connect_delay,
+        t0: Instant::now(),
+    }
+}
+
+async fn read_frame(s: &mut DuplexStream) -> Option<Bytes> {
+    let len = s.read_i32().await.ok()?;
+    let mut body = vec![0; usize::try_from(len).ok()?];
+    s.read_exact(&mut body).await.ok()?;
+    Some(Bytes::from(body))
+}
+
+async fn handshake(s: &mut DuplexStream, session_id: i64) -> ConnectRequest {
+    let mut frame = read_frame(s).await.expect("ConnectRequest");
+    let req = ConnectRequest::decode(&mut frame).unwrap();
+    let mut out = BytesMut::new();
+    zk_proto::frame::encode_frame(&mut out, |b| {
+        ConnectResponse {
+            protocol_version: 0,
+            timeout: SESSION.as_millis() as i32,
+            session_id,
+            passwd: Bytes::from_static(b"0123456789abcdef"),
+            read_only: false,
+        }
+        .encode(b)
+    });
+    s.write_all(&out).await.unwrap();
+    req
+}
+
+impl Harness {
+    async fn next_connection(&mut self) -> (Duration, DuplexStream) {
+        let (at, s) = self.accepted.recv().await.expect("a connection");
+        (at - self.t0, s)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_connect_and_the_handshake_share_one_connect_timeout() {
+    let mut h = start();
+    *h.connect_delay.lock().await = Duration::from_secs(2);
+    // The first attempt's TCP connect takes 2 s of the 3 s; the handshake is never answered.
+    let (first, _silent) = h.next_connection().await;
+    assert_eq!(first, Duration::from_secs(2));
+    let (second, _) = h.next_connection().await;
+    // Abandoned at 3 s (one deadline), not 2 + 3 s; then the backoff (25-50 ms) and the
+    // second attempt's own 2 s connect.
+    let abandoned = second - Duration::from_secs(2);
+    assert!(
+        abandoned >= CONNECT && abandoned <= CONNECT + Duration::from_millis(50),
+        "first attempt abandoned at {abandoned:?}"
+    );
+    drop(h.client);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_that_hangs_up_after_each_handshake_gets_fewer_and_fewer_attempts() {
+    let mut h = start();
+    let mut times = Vec::new();
+    while times.len() < 12 {
+        let (at, mut s) = h.next_connection().await;
+        handshake(&mut s, 0x5).await;
+        times.push(at);
+        // Hang up at once.
+    }
+    let gaps: Vec<Duration> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    // Doubling from 25-50 ms to 0.5-1 s, never reset by the handshakes.
+    assert!(gaps[0] <= Duration::from_millis(60), "{gaps:?}");
+    assert!(gaps[9] >= Duration::from_millis(500), "{gaps:?}");
+    assert!(
+        gaps.iter().all(|g| *g <= Duration::from_millis(1010)),
+        "{gaps:?}"
+    );
+    let in_first_ten_seconds = times
+        .iter()
+        .filter(|t| **t < Duration::from_secs(10))
+        .count();
+    assert!(in_first_ten_seconds <= 15, "{times:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_silent_server_is_left_after_two_thirds_of_the_session_timeout() {
+    let mut h = start();
+    let (_, mut s) = h.next_connection().await;
+    handshake(&mut s, 0x6).await;
+    let mut states = h.client.state_watcher();
+    assert_eq!(
+        states.wait_for(|s| s.is_connected()).await,
+        SessionState::Connected
+    );
+    let connected = Instant::now();
+    // Pings arrive (unanswered) after 1/3 of the timeout of send silence.
+    let mut ping = read_frame(&mut s).await.expect("a ping");
+    let header = RequestHeader::decode(&mut ping).unwrap();
+    assert_eq!(header.xid, zk_proto::xid::PING);
+    assert_eq!(connected.elapsed(), SESSION / 3);
+    assert_eq!(states.changed().await, SessionState::Disconnected);
+    assert_eq!(connected.elapsed(), SESSION * 2 / 3);
+    // It resumes the session on the next connection.
+    let (_, mut s2) = h.next_connection().await;
+    let req = handshake(&mut s2, 0x6).await;
+    assert_eq!(req.session_id, 0x6);
+    drop((s, s2));
+}

@@ -1,0 +1,73 @@
+//! How the driver reaches a server: TCP in production, in-memory streams in tests.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+use bytes::{Buf, Bytes};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+
+/// Opens connections to servers by address (`host:port`).
+pub(crate) trait Connector: Clone + Send + Sync + 'static {
+    /// The connection.
+    type Stream: Transport;
+
+    /// Connects to `addr`. The driver bounds it in time.
+    fn connect(&self, addr: &str) -> impl Future<Output = io::Result<Self::Stream>> + Send;
+}
+
+/// A connection the driver can read, write, and take out of the reactor during a
+/// deep-pipeline pause (so that arriving replies do not wake the runtime; see
+/// `ClientBuilder::batch_reads`).
+pub(crate) trait Transport: AsyncRead + AsyncWrite + Unpin + Send + Sized + 'static {
+    /// The connection while paused.
+    type Parked: Send + 'static;
+
+    /// Takes the connection out of the reactor.
+    fn park(self) -> io::Result<Self::Parked>;
+
+    /// Puts a parked connection back.
+    fn unpark(parked: Self::Parked) -> io::Result<Self>;
+}
+
+/// Writes as much of `buf` as the connection takes without waiting (before a pause).
+pub(crate) fn write_now<S: Transport>(stream: &mut S, buf: &mut Bytes) -> io::Result<()> {
+    let mut cx = Context::from_waker(Waker::noop());
+    while !buf.is_empty() {
+        match Pin::new(&mut *stream).poll_write(&mut cx, buf) {
+            Poll::Ready(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
+            Poll::Ready(Ok(n)) => buf.advance(n),
+            Poll::Ready(Err(e)) => return Err(e),
+            Poll::Pending => break,
+        }
+    }
+    Ok(())
+}
+
+/// Plain TCP, `TCP_NODELAY` set.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct TcpConnector;
+
+impl Connector for TcpConnector {
+    type Stream = TcpStream;
+
+    async fn connect(&self, addr: &str) -> io::Result<TcpStream> {
+        let stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        Ok(stream)
+    }
+}
+
+impl Transport for TcpStream {
+    type Parked = std::net::TcpStream;
+
+    fn park(self) -> io::Result<Self::Parked> {
+        self.into_std()
+    }
+
+    fn unpark(parked: Self::Parked) -> io::Result<Self> {
+        TcpStream::from_std(parked)
+    }
+}

@@ -11,7 +11,7 @@ use integration_tests::proxy::{Mode, Proxy};
 use integration_tests::{chroot, ensemble, expire_session, probe, standalone, ZkTarget};
 use tokio::time::{timeout, Instant};
 use zk_client::{Client, Op, SessionState};
-use zk_recipes::{FairLock, LockState, LossReason};
+use zk_recipes::{FairLock, LockState, LossReason, ReadWriteLock};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -83,6 +83,49 @@ async fn protected_create_keeps_its_place_when_the_create_reply_is_lost() {
         proxy.stats().accepted
     );
     assert!(wait_children(&admin, "/locks/p", 0, LIMIT).await.is_empty());
+}
+
+/// A downgrade's read node is a plain (not sequential) create: when its reply is lost, the
+/// lock still finds it by its guid instead of creating a second one or failing on
+/// `NodeExists`.
+#[tokio::test]
+async fn downgrade_keeps_its_read_node_when_the_create_reply_is_lost() {
+    let server = standalone().await;
+    let root = chroot(server, "downgrade_lost").await;
+    let admin = connect(&server.hosts(&root)).await;
+    let proxy = Proxy::start(server.addr()).await;
+    let client = connect(&format!("{}{root}", proxy.connect_string())).await;
+    let session = client.session_id();
+    let lock = ReadWriteLock::new(client.clone(), "/locks/dl").unwrap();
+    let write = lock.write_lock().acquire().await.unwrap();
+
+    proxy.drop_next_create_reply();
+    let read = timeout(LIMIT, lock.read_lock().acquire())
+        .await
+        .expect("downgrade hung after a lost create reply")
+        .expect("downgrade after a lost create reply");
+    assert!(
+        proxy
+            .wait_create_reply_dropped(Duration::from_secs(1))
+            .await,
+        "the proxy did not drop the create reply"
+    );
+    assert_eq!(client.session_id(), session, "same session");
+    let mut expected = vec![write.node_name().to_owned(), read.node_name().to_owned()];
+    expected.sort();
+    assert_eq!(
+        children(&admin, "/locks/dl").await,
+        expected,
+        "exactly our two nodes"
+    );
+    assert!(read
+        .node_name()
+        .ends_with(&write.node_name()[write.node_name().len() - 10..]));
+    write.release().await.unwrap();
+    read.release().await.unwrap();
+    assert!(wait_children(&admin, "/locks/dl", 0, LIMIT)
+        .await
+        .is_empty());
 }
 
 #[tokio::test]

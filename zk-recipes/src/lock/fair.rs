@@ -171,6 +171,8 @@ impl FairLock {
         let Some(permit) = local_permit(&self.inner.local, deadline, try_only).await? else {
             return Ok(None);
         };
+        // A downgrade: this task holds the companion write lock, so our read node goes at
+        // the write node's position (CURATOR-621) instead of the end of the queue.
         let own_writer = self
             .inner
             .companion

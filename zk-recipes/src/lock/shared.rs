@@ -18,8 +18,12 @@ use crate::error::Result;
 /// most the writer right behind it). Curator's readers watch the lowest write node instead,
 /// which is equally safe.
 ///
-/// The owner of the write lock may also take the read lock (a downgrade): its own write node
-/// does not block its read. Both sides are re-entrant per task, like [`FairLock`].
+/// The owner of the write lock may also take the read lock (a downgrade): the read node is
+/// then a plain ephemeral node named with the write node's sequence number
+/// (`_c_<uuid>-__READ__<write seq>`), so it sorts at the write node's position and holds at
+/// once, as in Curator 5.2+ (CURATOR-621). A writer queued behind the write node waits for
+/// both nodes; releasing the write lock first leaves the read lock held (the downgrade is
+/// complete). Both sides are re-entrant per task, like [`FairLock`].
 ///
 /// # Example
 ///

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tokio::sync::watch;
 use tracing::{debug, warn};
 use zk_client::{Client, Op, OpResult, SessionState, Stat};
+use zk_proto::DecodeError;
 
 use crate::error::{Error, LossReason, Result};
 use crate::lock::support::delete_guaranteed;
@@ -256,6 +257,16 @@ impl LockGuard {
     ///
     /// The client never re-sends a request after a connection loss or on another session, so a
     /// fenced write cannot land after the lock has passed on.
+    ///
+    /// Returns the results of `ops` (the check's own result removed), one per op, in order.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LockLost`] without sending anything once the loss is known;
+    /// [`Error::Client`] with `Multi { index: 0, .. }` when the check failed (the node is
+    /// gone), with `Multi { index: i + 1, .. }` when `ops[i]` failed, with the client's
+    /// session errors, and with `Protocol` when the server's reply does not have one result
+    /// per op.
     pub async fn fenced(&self, ops: &[Op]) -> Result<Vec<OpResult>> {
         if let LockState::Lost(reason) = self.hold.current() {
             return Err(Error::LockLost(reason));
@@ -263,9 +274,8 @@ impl LockGuard {
         let mut all = Vec::with_capacity(ops.len() + 1);
         all.push(Op::check(&self.hold.path, None));
         all.extend_from_slice(ops);
-        let mut results = self.hold.client.multi(&all).await?;
-        results.remove(0);
-        Ok(results)
+        let results = self.hold.client.multi(&all).await?;
+        without_check(results, ops.len())
     }
 
     /// Releases this hold: deletes the lock node when it is the last guard, retrying through
@@ -375,11 +385,72 @@ async fn monitor(client: Client, path: String, tx: watch::Sender<LockState>) {
     }
 }
 
+/// The results of a fenced multi without the leading check's: exactly one per op of the
+/// caller. A reply with another count, or without the check's result first, is the server
+/// breaking the protocol (a multi answers every op, in order); it is reported, never
+/// indexed into.
+fn without_check(results: Vec<OpResult>, ops: usize) -> Result<Vec<OpResult>> {
+    let mismatch = |value: usize| {
+        Error::Client(zk_client::Error::Protocol(DecodeError::InvalidValue {
+            field: "multi result count",
+            value: i32::try_from(value).unwrap_or(i32::MAX),
+        }))
+    };
+    if results.len() != ops + 1 {
+        return Err(mismatch(results.len()));
+    }
+    let mut results = results.into_iter();
+    match results.next() {
+        Some(OpResult::Check) => Ok(results.collect()),
+        _ => Err(Error::Client(zk_client::Error::Protocol(
+            DecodeError::InvalidValue {
+                field: "multi result of the lock node check",
+                value: 0,
+            },
+        ))),
+    }
+}
+
 fn replace_if_changed(slot: &mut LockState, next: LockState) -> bool {
     if *slot == next {
         false
     } else {
         *slot = next;
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set() -> OpResult {
+        OpResult::SetData {
+            stat: Stat::default(),
+        }
+    }
+
+    #[test]
+    fn fenced_results_drop_the_check() {
+        let results = without_check(vec![OpResult::Check, set(), OpResult::Delete], 2).unwrap();
+        assert_eq!(results, vec![set(), OpResult::Delete]);
+        assert_eq!(without_check(vec![OpResult::Check], 0).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn fenced_result_count_mismatch_is_a_protocol_error_not_a_panic() {
+        for (results, ops) in [
+            (vec![], 0),
+            (vec![], 2),
+            (vec![OpResult::Check], 1),
+            (vec![OpResult::Check, set(), set()], 1),
+            (vec![set(), OpResult::Check], 1),
+        ] {
+            let err = without_check(results.clone(), ops).unwrap_err();
+            assert!(
+                matches!(err, Error::Client(zk_client::Error::Protocol(_))),
+                "{results:?} for {ops} ops: {err:?}"
+            );
+        }
     }
 }

@@ -320,3 +320,142 @@ async fn lock_survives_failover_of_the_holders_server() {
     let g = next.await.unwrap().expect("waiter acquires after release");
     g.release().await.unwrap();
 }
+
+/// The lock kinds and acquisition paths that must report a session end the same way.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Fair,
+    Read,
+    Write,
+    Exclusive,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum How {
+    Acquire,
+    Timeout,
+    Try,
+}
+
+const KINDS: [Kind; 4] = [Kind::Fair, Kind::Read, Kind::Write, Kind::Exclusive];
+
+/// Acquires `kind` on `path` the `how` way (`Ok(None)`: a try that found the lock busy).
+async fn acquire_as(
+    kind: Kind,
+    how: How,
+    client: Client,
+    path: &str,
+) -> Result<Option<zk_recipes::LockGuard>, zk_recipes::Error> {
+    macro_rules! run {
+        ($lock:expr) => {
+            match how {
+                How::Acquire => $lock.acquire().await.map(Some),
+                How::Timeout => $lock.acquire_timeout(LIMIT).await.map(Some),
+                How::Try => $lock.try_acquire().await,
+            }
+        };
+    }
+    match kind {
+        Kind::Fair => run!(FairLock::new(client, path)?),
+        Kind::Read => run!(ReadWriteLock::new(client, path)?.read_lock()),
+        Kind::Write => run!(ReadWriteLock::new(client, path)?.write_lock()),
+        Kind::Exclusive => run!(zk_recipes::ExclusiveLock::new(client, path)?),
+    }
+}
+
+/// Takes the lock `kind` contends for, so that a `kind` acquirer has to wait.
+async fn block(kind: Kind, client: Client, path: &str) -> zk_recipes::LockGuard {
+    let holder = match kind {
+        Kind::Read => Kind::Write,
+        k => k,
+    };
+    acquire_as(holder, How::Acquire, client, path)
+        .await
+        .expect("blocker acquires")
+        .expect("blocker holds")
+}
+
+/// A waiter whose session ends is told `LockLost(SessionEnded)`, as documented, never the
+/// client's `SessionExpired`.
+#[tokio::test]
+async fn waiter_whose_session_expires_gets_lock_lost() {
+    let server = standalone().await;
+    let root = chroot(server, "waiter_expired").await;
+    let hosts = server.hosts(&root);
+    let admin = connect(&hosts).await;
+    let holder = connect(&hosts).await;
+    for (i, kind) in KINDS.into_iter().enumerate() {
+        for how in [How::Acquire, How::Timeout] {
+            let path = format!("/locks/w{i}-{how:?}");
+            let blocker = block(kind, holder.clone(), &path).await;
+            let waiter = connect(&hosts).await;
+            let (id, pw) = (waiter.session_id(), passwd(&waiter));
+            let task = {
+                let path = path.clone();
+                tokio::spawn(async move { acquire_as(kind, how, waiter, &path).await })
+            };
+            // Queue locks: wait for the waiter's node. The exclusive lock has none: give the
+            // waiter time to set its watch (the outcome must be the same either way).
+            if matches!(kind, Kind::Exclusive) {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            } else {
+                assert_eq!(wait_children(&admin, &path, 2, LIMIT).await.len(), 2);
+            }
+            expire_session(server.addr(), id, pw)
+                .await
+                .expect("expire the waiter's session");
+            let result = timeout(LIMIT, task)
+                .await
+                .unwrap_or_else(|_| panic!("{kind:?}/{how:?}: waiter hung"))
+                .unwrap();
+            assert!(
+                matches!(
+                    result,
+                    Err(zk_recipes::Error::LockLost(LossReason::SessionEnded))
+                ),
+                "{kind:?}/{how:?}: {result:?}"
+            );
+            blocker.release().await.unwrap();
+        }
+    }
+}
+
+/// An acquisition on a client that is already closed or expired is told
+/// `LockLost(SessionEnded)`, never the client's `Closed` or `SessionExpired`.
+#[tokio::test]
+async fn acquire_on_an_ended_session_gets_lock_lost() {
+    let server = standalone().await;
+    let root = chroot(server, "ended_acquire").await;
+    let hosts = server.hosts(&root);
+    let closed = connect(&hosts).await;
+    closed.close().await.expect("close");
+    let expired = connect(&hosts).await;
+    expire_session(server.addr(), expired.session_id(), passwd(&expired))
+        .await
+        .expect("expire");
+    timeout(
+        LIMIT,
+        expired
+            .state_watcher()
+            .wait_for(|s| s == SessionState::Expired),
+    )
+    .await
+    .expect("the client learns of the expiry");
+    for client in [closed, expired] {
+        for kind in KINDS {
+            for how in [How::Acquire, How::Timeout, How::Try] {
+                let result = timeout(LIMIT, acquire_as(kind, how, client.clone(), "/locks/x"))
+                    .await
+                    .unwrap_or_else(|_| panic!("{kind:?}/{how:?}: hung"));
+                assert!(
+                    matches!(
+                        result,
+                        Err(zk_recipes::Error::LockLost(LossReason::SessionEnded))
+                    ),
+                    "{:?} {kind:?}/{how:?}: {result:?}",
+                    client.state()
+                );
+            }
+        }
+    }
+}

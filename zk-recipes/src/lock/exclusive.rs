@@ -58,11 +58,31 @@ impl ExclusiveLock {
     }
 
     /// Waits until the lock is held.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LockLost`]`(`[`SessionEnded`](crate::LossReason::SessionEnded)`)` if the
+    /// session expired, was closed or failed authentication, before or while waiting;
+    /// [`Error::Client`] for other ZooKeeper failures (connection losses are waited out, not
+    /// returned).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: if the dropped attempt had created the node (or might have, with its
+    /// reply lost), the node is recognised by its guid and deleted in the background.
     pub async fn acquire(&self) -> Result<LockGuard> {
         self.run(None, false).await?.ok_or(Error::Timeout)
     }
 
     /// Waits at most `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Timeout`] when `timeout` passes first; otherwise as [`acquire`](Self::acquire).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, like [`acquire`](Self::acquire).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
         self.run(deadline_after(Some(timeout)), false)
             .await?
@@ -70,11 +90,29 @@ impl ExclusiveLock {
     }
 
     /// Takes the lock if it is free, else `Ok(None)`.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, like [`acquire`](Self::acquire).
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
         self.run(None, true).await
     }
 
     async fn run(&self, deadline: Option<Instant>, try_only: bool) -> Result<Option<LockGuard>> {
+        self.run_inner(deadline, try_only)
+            .await
+            .map_err(Error::session_end_as_loss)
+    }
+
+    async fn run_inner(
+        &self,
+        deadline: Option<Instant>,
+        try_only: bool,
+    ) -> Result<Option<LockGuard>> {
         let Some(permit) = local_permit(&self.local, deadline, try_only).await? else {
             return Ok(None);
         };

@@ -136,13 +136,29 @@ impl FairLock {
     ///
     /// # Errors
     ///
-    /// [`Error::LockLost`] if the session ends while waiting, [`Error::Client`] for other
-    /// ZooKeeper failures (connection losses are waited out, not returned).
+    /// - [`Error::LockLost`]`(`[`SessionEnded`](crate::LossReason::SessionEnded)`)` if the
+    ///   session expired, was closed or failed authentication, before or while waiting;
+    /// - [`Error::LockLost`]`(`[`NodeDeleted`](crate::LossReason::NodeDeleted)`)` if our queue
+    ///   node was deleted by someone else while we waited;
+    /// - [`Error::Client`] for other ZooKeeper failures (connection losses are waited out,
+    ///   not returned).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future leaves no node behind (see the type's docs).
     pub async fn acquire(&self) -> Result<LockGuard> {
         self.acquire_until(None, false).await?.ok_or(Error::Timeout)
     }
 
     /// Waits at most `timeout` for the lock; on [`Error::Timeout`] our queue node is removed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Timeout`] when `timeout` passes first; otherwise as [`acquire`](Self::acquire).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, like [`acquire`](Self::acquire).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
         self.acquire_until(deadline_after(Some(timeout)), false)
             .await?
@@ -151,6 +167,14 @@ impl FairLock {
 
     /// Takes the lock only if nobody holds it or waits ahead of us: `Ok(None)` otherwise (our
     /// queue node is removed before this returns).
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Self::acquire) (a session that ended is `LockLost(SessionEnded)`).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, like [`acquire`](Self::acquire).
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
         self.acquire_until(None, true).await
     }
@@ -161,6 +185,16 @@ impl FairLock {
     }
 
     async fn acquire_until(
+        &self,
+        deadline: Option<Instant>,
+        try_only: bool,
+    ) -> Result<Option<LockGuard>> {
+        self.acquire_inner(deadline, try_only)
+            .await
+            .map_err(Error::session_end_as_loss)
+    }
+
+    async fn acquire_inner(
         &self,
         deadline: Option<Instant>,
         try_only: bool,

@@ -11,7 +11,7 @@ use integration_tests::proxy::{Mode, Proxy};
 use integration_tests::{chroot, ensemble, expire_session, probe, standalone, ZkTarget};
 use tokio::time::{timeout, Instant};
 use zk_client::{Client, Op, SessionState};
-use zk_recipes::{FairLock, LockState, LossReason, ReadWriteLock};
+use zk_recipes::{FairLock, LockState, LossReason, ReadWriteLock, Released};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -458,4 +458,93 @@ async fn acquire_on_an_ended_session_gets_lock_lost() {
             }
         }
     }
+}
+
+/// `release` says what happened to the node: we deleted it, someone else had (observed or
+/// not), or the session had ended and the node went with it; inner re-entries say how many
+/// guards still hold it.
+#[tokio::test]
+async fn release_says_whether_it_deleted_the_node() {
+    let server = standalone().await;
+    let root = chroot(server, "release_outcome").await;
+    let hosts = server.hosts(&root);
+    let admin = connect(&hosts).await;
+    let client = connect(&hosts).await;
+    let lock = FairLock::new(client.clone(), "/locks/r").unwrap();
+
+    // Deleted by us, after the re-entries are released.
+    let g = lock.acquire().await.unwrap();
+    let inner = g.reenter();
+    let inner2 = g.reenter();
+    assert_eq!(
+        inner.release().await.unwrap(),
+        Released::StillHeld { remaining: 2 }
+    );
+    assert_eq!(
+        inner2.release().await.unwrap(),
+        Released::StillHeld { remaining: 1 }
+    );
+    assert_eq!(g.release().await.unwrap(), Released::Deleted);
+    assert!(children(&admin, "/locks/r").await.is_empty());
+
+    // A release dropped after its first poll still deletes the node and frees the local slot.
+    let g = lock.acquire().await.unwrap();
+    let _ = timeout(Duration::ZERO, g.release()).await;
+    assert!(wait_children(&admin, "/locks/r", 0, LIMIT).await.is_empty());
+    let g = lock.acquire_timeout(LIMIT).await.expect("local slot freed");
+    assert_eq!(g.release().await.unwrap(), Released::Deleted);
+
+    // Deleted by someone else: unobserved, then observed by the guard's monitor.
+    for observed in [false, true] {
+        let g = lock.acquire().await.unwrap();
+        if observed {
+            assert_eq!(g.state(), LockState::Held);
+        }
+        admin.delete(g.path(), None).await.unwrap();
+        if observed {
+            assert_eq!(
+                timeout(LIMIT, g.lost()).await.expect("loss signalled"),
+                LossReason::NodeDeleted
+            );
+        }
+        assert_eq!(
+            g.release().await.unwrap(),
+            Released::AlreadyGone(LossReason::NodeDeleted),
+            "observed: {observed}"
+        );
+    }
+
+    // The session ended: expired, or closed by us.
+    for expire in [true, false] {
+        let client = connect(&hosts).await;
+        let g = FairLock::new(client.clone(), "/locks/r")
+            .unwrap()
+            .acquire()
+            .await
+            .unwrap();
+        if expire {
+            expire_session(server.addr(), client.session_id(), passwd(&client))
+                .await
+                .expect("expire");
+            timeout(
+                LIMIT,
+                client
+                    .state_watcher()
+                    .wait_for(|s| s == SessionState::Expired),
+            )
+            .await
+            .expect("the client learns of the expiry");
+        } else {
+            client.close().await.expect("close");
+        }
+        assert_eq!(
+            timeout(LIMIT, g.release())
+                .await
+                .expect("release hung")
+                .unwrap(),
+            Released::AlreadyGone(LossReason::SessionEnded),
+            "expired: {expire}"
+        );
+    }
+    assert!(wait_children(&admin, "/locks/r", 0, LIMIT).await.is_empty());
 }

@@ -24,6 +24,24 @@ pub enum LockState {
     Lost(LossReason),
 }
 
+/// What [`LockGuard::release`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Released {
+    /// We deleted our lock node: the lock was ours until this release.
+    Deleted,
+    /// The node was already gone, so the lock had been lost before this release:
+    /// [`LossReason::SessionEnded`] (the session expired or was closed, and its ephemeral
+    /// node went with it) or [`LossReason::NodeDeleted`] (someone else deleted it).
+    AlreadyGone(LossReason),
+    /// Other guards of the same hold (re-entries) remain; the node stays until the last of
+    /// them is released.
+    StillHeld {
+        /// How many guards still hold the node.
+        remaining: usize,
+    },
+}
+
 /// Runs once when the last guard of a hold is gone: frees the local slot of the lock.
 pub(crate) type ReleaseHook = Box<dyn FnOnce() + Send + Sync>;
 
@@ -115,10 +133,12 @@ impl Hold {
         None
     }
 
-    async fn finish(self: Arc<Self>) -> Result<()> {
+    async fn finish(self: Arc<Self>) -> Result<Released> {
         let monitored = self.monitor.get().inspect(|m| m.abort()).is_some();
-        let result = if matches!(self.current(), LockState::Lost(LossReason::SessionEnded)) {
-            Ok(())
+        let result = if let LockState::Lost(reason) = self.current() {
+            // Nothing to delete: the session took the node, or the monitor saw it deleted
+            // (and a node at the same path now, an exclusive lock's, would be someone else's).
+            Ok(Released::AlreadyGone(reason))
         } else if monitored {
             // Drop the monitor's watch on our node first, in the same flush as the delete
             // (requests are ordered at call time), so that the delete notifies only the next
@@ -158,7 +178,7 @@ impl Hold {
 /// let guard = lock.acquire().await?;
 /// println!("fencing token {}", guard.fencing_token());
 /// assert_eq!(guard.state(), LockState::Held);
-/// guard.release().await?;
+/// assert_eq!(guard.release().await?, zk_recipes::Released::Deleted);
 /// # Ok(()) }
 /// ```
 pub struct LockGuard {
@@ -279,13 +299,45 @@ impl LockGuard {
     }
 
     /// Releases this hold: deletes the lock node when it is the last guard, retrying through
-    /// connection losses until the node is gone or the session ended.
-    pub async fn release(mut self) -> Result<()> {
+    /// connection losses until the node is gone or the session ended, and says which
+    /// happened.
+    ///
+    /// - [`Released::Deleted`]: we deleted the node; the lock was ours until now. If a
+    ///   connection loss hid the outcome of a delete and the retry found no node, the first
+    ///   delete is taken to have applied.
+    /// - [`Released::AlreadyGone`]: the lock was lost before this release, because the session
+    ///   ended (then nothing is sent) or someone else deleted the node.
+    /// - [`Released::StillHeld`]: a re-entry was released; the node stays for the other
+    ///   guards.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Client`] when the server refuses the delete for another reason (for example
+    /// `NoAuth`: the node then stays until the session ends), or `Closed` if the runtime
+    /// shut down during the release.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the last guard's release runs as a task of its own, so dropping this
+    /// future only loses the outcome; the node is still deleted (through reconnects) and the
+    /// local slot freed, as when the guard is dropped. A future never polled releases
+    /// nothing itself: it drops the guard, which releases in the background.
+    pub async fn release(mut self) -> Result<Released> {
         self.active = false;
-        if self.hold.count.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.hold.clone().finish().await
-        } else {
-            Ok(())
+        let before = self.hold.count.fetch_sub(1, Ordering::AcqRel);
+        if before != 1 {
+            return Ok(Released::StillHeld {
+                remaining: before.saturating_sub(1),
+            });
+        }
+        let finish = self.hold.clone().finish();
+        match tokio::runtime::Handle::try_current() {
+            // A join error means the runtime is shutting down (finish does not panic).
+            Ok(handle) => handle
+                .spawn(finish)
+                .await
+                .unwrap_or(Err(Error::Client(zk_client::Error::Closed))),
+            Err(_) => finish.await,
         }
     }
 }
@@ -299,8 +351,12 @@ impl Drop for LockGuard {
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 handle.spawn(async move {
-                    if let Err(e) = hold.finish().await {
-                        warn!(error = %e, "background lock release failed");
+                    match hold.finish().await {
+                        Ok(Released::AlreadyGone(reason)) => {
+                            debug!(%reason, "dropped guard: the lock had been lost already")
+                        }
+                        Ok(_) => {}
+                        Err(e) => warn!(error = %e, "background lock release failed"),
                     }
                 });
             }

@@ -44,7 +44,7 @@ mod guard;
 pub mod lock;
 
 pub use error::{Error, LossReason, Result};
-pub use guard::{LockGuard, LockState};
+pub use guard::{LockGuard, LockState, Released};
 pub use lock::{ExclusiveLock, FairLock, ReadWriteLock};
 
 /// The README's examples, compiled (and the runnable ones run) as doctests.

@@ -548,3 +548,94 @@ async fn release_says_whether_it_deleted_the_node() {
     }
     assert!(wait_children(&admin, "/locks/r", 0, LIMIT).await.is_empty());
 }
+
+/// Cuts the client's connection through `proxy` and waits (bounded) until the client has
+/// connected again, on the same session.
+async fn blip(proxy: &Proxy, client: &Client) {
+    let epoch = client.connection_epoch();
+    let session = client.session_id();
+    proxy.cut(integration_tests::proxy::Cut::Reset);
+    let end = Instant::now() + LIMIT;
+    while client.connection_epoch() == epoch || client.state() != SessionState::Connected {
+        assert!(Instant::now() < end, "the client never reconnected");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(client.session_id(), session, "same session");
+}
+
+/// A guard nobody observed during a short disconnection must not report `Held` right after
+/// the reconnect: nothing has looked at the node since the connection dropped. It reports
+/// `Suspended` until its monitor has seen the node again, then `Held`.
+///
+/// The default (current-thread) runtime makes the first `state()` deterministic: the monitor
+/// it starts cannot run before the call returns.
+#[tokio::test]
+async fn state_after_a_reconnect_is_not_held_before_the_node_is_confirmed() {
+    let server = standalone().await;
+    let root = chroot(server, "reconfirm").await;
+    let proxy = Proxy::start(server.addr()).await;
+    let client = connect(&format!("{}{root}", proxy.connect_string())).await;
+    let guard = FairLock::new(client.clone(), "/locks/rc")
+        .unwrap()
+        .acquire()
+        .await
+        .unwrap();
+
+    blip(&proxy, &client).await;
+    assert_eq!(
+        guard.state(),
+        LockState::Suspended,
+        "Held although the connection dropped since the node was last seen"
+    );
+    assert_eq!(
+        wait_state(&guard, |s| s == LockState::Held).await,
+        LockState::Held,
+        "the monitor confirms the node again"
+    );
+    assert_eq!(guard.state(), LockState::Held);
+    guard.release().await.unwrap();
+}
+
+/// A short disconnection (the client reconnects at once) is reported by the transitions
+/// stream as `Suspended` then `Held`, every time, even when it is over before anyone looks;
+/// a deletion of the node then ends the stream with `Lost`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transitions_report_every_short_disconnection() {
+    use futures_util::StreamExt;
+
+    let server = standalone().await;
+    let root = chroot(server, "transitions").await;
+    let admin = connect(&server.hosts(&root)).await;
+    let proxy = Proxy::start(server.addr()).await;
+    let client = connect(&format!("{}{root}", proxy.connect_string())).await;
+    let guard = FairLock::new(client.clone(), "/locks/tr")
+        .unwrap()
+        .acquire()
+        .await
+        .unwrap();
+    let mut transitions = guard.transitions();
+    assert_eq!(transitions.last(), LockState::Held);
+
+    for round in 0..3 {
+        // The client is back before the stream is read: the suspension is still there.
+        blip(&proxy, &client).await;
+        for expected in [LockState::Suspended, LockState::Held] {
+            let seen = timeout(LIMIT, transitions.changed())
+                .await
+                .unwrap_or_else(|_| panic!("round {round}: no transition"));
+            assert_eq!(seen, Some(expected), "round {round}");
+        }
+        assert_eq!(guard.state(), LockState::Held, "round {round}");
+    }
+
+    // The same items as a Stream, ending after Lost.
+    admin.delete(guard.path(), None).await.unwrap();
+    let rest: Vec<LockState> = timeout(LIMIT, transitions.collect())
+        .await
+        .expect("the stream ends after the loss");
+    assert_eq!(rest, vec![LockState::Lost(LossReason::NodeDeleted)]);
+    assert_eq!(
+        guard.release().await.unwrap(),
+        Released::AlreadyGone(LossReason::NodeDeleted)
+    );
+}

@@ -5,24 +5,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::watch;
 use tracing::{debug, warn};
-use zk_client::{Client, Op, OpResult, SessionState, Stat};
+use zk_client::{Client, Op, OpResult, Stat};
 use zk_proto::DecodeError;
 
 use crate::error::{Error, LossReason, Result};
 use crate::lock::support::delete_guaranteed;
-
-/// What the holder of a lock can know about it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LockState {
-    /// Held: our node exists and the session is connected.
-    Held,
-    /// The connection is lost: the lock may still be ours (the session may live on) or may
-    /// already be someone else's (if the session expired in the meantime). A holder must stop
-    /// work that needs the lock until the state is `Held` again.
-    Suspended,
-    /// Certainly not ours any more: the session ended or the node was deleted. Terminal.
-    Lost(LossReason),
-}
+use crate::state::{monitor, LockState, LockTransitions, Published};
 
 /// What [`LockGuard::release`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,21 +39,29 @@ pub(crate) struct Hold {
     path: String,
     stat: Stat,
     count: AtomicUsize,
-    state: watch::Sender<LockState>,
+    state: Arc<Published>,
     /// The loss monitor, started the first time the state is observed.
     monitor: OnceLock<tokio::task::AbortHandle>,
     hook: Mutex<Option<ReleaseHook>>,
 }
 
 impl Hold {
-    /// A freshly acquired node. Nothing watches it until its state is first observed.
-    pub(crate) fn new(client: Client, path: String, stat: Stat, hook: ReleaseHook) -> Arc<Hold> {
+    /// A freshly acquired node, seen at the head of its queue on the connection of `epoch`
+    /// (the client's [`connection_epoch`](Client::connection_epoch) read before the request
+    /// that showed it). Nothing watches it until its state is first observed.
+    pub(crate) fn new(
+        client: Client,
+        path: String,
+        stat: Stat,
+        epoch: u64,
+        hook: ReleaseHook,
+    ) -> Arc<Hold> {
         Arc::new(Hold {
             client,
             path,
             stat,
             count: AtomicUsize::new(1),
-            state: watch::Sender::new(LockState::Held),
+            state: Published::new(epoch),
             monitor: OnceLock::new(),
             hook: Mutex::new(Some(hook)),
         })
@@ -80,22 +76,18 @@ impl Hold {
             return;
         };
         self.monitor.get_or_init(|| {
+            // Until now nobody published: start the receivers from what is known now (say,
+            // `Suspended` after a reconnect nobody looked at), before the monitor publishes.
+            self.state.publish_initial(&self.client);
             let task = monitor(self.client.clone(), self.path.clone(), self.state.clone());
             handle.spawn(task).abort_handle()
         });
     }
 
-    /// What is known now: the monitor's verdict, overridden by the session's own state (which
-    /// is always current, monitored or not).
+    /// What is known now: the monitor's verdict, overridden by the session's own state and
+    /// connection epoch (always current, monitored or not; see [`crate::state::decide`]).
     fn current(&self) -> LockState {
-        let published = *self.state.borrow();
-        let session = self.client.state();
-        match published {
-            LockState::Lost(_) => published,
-            _ if session.is_terminal() => LockState::Lost(LossReason::SessionEnded),
-            _ if session != SessionState::Connected => LockState::Suspended,
-            _ => published,
-        }
+        self.state.current(&self.client)
     }
 
     /// The guard of a fresh hold (its count already is 1).
@@ -218,9 +210,14 @@ impl LockGuard {
         &self.hold.stat
     }
 
-    /// What we currently know about the lock. The session's state is always reflected; a
-    /// deletion of the node is noticed from the first time the state is observed (this call,
-    /// [`state_watcher`](Self::state_watcher), [`lost`](Self::lost) or
+    /// What we currently know about the lock.
+    ///
+    /// `Held` only while the client is connected (read/write) on the same connection on
+    /// which our node was last seen: right after a reconnect it is `Suspended` until the
+    /// guard has seen its node again (one `exists`, done by its monitor). The session's state
+    /// is always reflected; a deletion of the node is noticed from the first time the state
+    /// is observed (this call, [`state_watcher`](Self::state_watcher),
+    /// [`transitions`](Self::transitions), [`lost`](Self::lost) or
     /// [`suspended_or_lost`](Self::suspended_or_lost)), which starts watching the node. A guard
     /// nobody observes costs no request beyond the acquisition and the release.
     pub fn state(&self) -> LockState {
@@ -228,24 +225,63 @@ impl LockGuard {
         self.hold.current()
     }
 
-    /// A receiver of state changes (`Held` ⇄ `Suspended`, then `Lost`). Starts watching the
-    /// node.
+    /// Every change of the lock's state from now on, in order (`Held` → `Suspended` → `Held`
+    /// ..., then `Lost`), even a disconnection that is over before the receiver looks. Starts
+    /// watching the node. See [`LockTransitions`].
+    pub fn transitions(&self) -> LockTransitions {
+        // Subscribed before the monitor can start, so it misses none of its changes.
+        let transitions = self.hold.state.transitions();
+        self.hold.observe();
+        transitions
+    }
+
+    /// A receiver of the latest published state (`Held` ⇄ `Suspended`, then `Lost`). Starts
+    /// watching the node.
+    ///
+    /// It keeps only the latest value, so changes may coalesce: a `Suspended` followed
+    /// quickly by `Held` can be seen as a single wake-up that reads `Held`. A holder that
+    /// must notice every suspension uses [`transitions`](Self::transitions) (or
+    /// [`suspended_or_lost`](Self::suspended_or_lost)). Kept for compatibility.
     pub fn state_watcher(&self) -> watch::Receiver<LockState> {
         self.hold.observe();
         self.hold.state.subscribe()
     }
 
     /// Resolves when the lock may no longer be ours: on `Suspended` (connection lost, possible
-    /// loss) or `Lost` (certain loss). Returns that state.
+    /// loss) or `Lost` (certain loss), including a suspension that is already over when this
+    /// future is next polled. Returns that state (at once if [`state`](Self::state) is not
+    /// `Held` now).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe (it holds no resource), but a suspension that happens while no call is
+    /// pending is not reported by a later call once it is over: keep one future, or use
+    /// [`transitions`](Self::transitions), to follow a long piece of work.
     pub async fn suspended_or_lost(&self) -> LockState {
-        let mut rx = self.state_watcher();
-        let seen = rx.wait_for(|s| *s != LockState::Held).await.map(|s| *s);
-        seen.unwrap_or(LockState::Lost(LossReason::SessionEnded))
+        let mut transitions = self.transitions();
+        let now = self.hold.current();
+        if now != LockState::Held {
+            return now;
+        }
+        // Bounded by the hold: `changed` ends (None) when the hold does.
+        while let Some(state) = transitions.changed().await {
+            if state != LockState::Held {
+                return state;
+            }
+        }
+        self.hold.current()
     }
 
     /// Resolves when the lock is certainly lost, with the reason.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it holds no resource and `Lost` is final, so a later call sees it.
     pub async fn lost(&self) -> LossReason {
         let mut rx = self.state_watcher();
+        if let LockState::Lost(reason) = self.hold.current() {
+            return reason;
+        }
         let seen = rx
             .wait_for(|s| matches!(s, LockState::Lost(_)))
             .await
@@ -371,76 +407,6 @@ impl Drop for LockGuard {
     }
 }
 
-/// Watches the session and our node; publishes what the holder can know.
-///
-/// Driven by the client's ordered session transitions, so even a disconnection that lasts
-/// a millisecond (a fast failover) is published as `Suspended`; `Held` comes back only after
-/// the node has been seen again on the reconnected session.
-async fn monitor(client: Client, path: String, tx: watch::Sender<LockState>) {
-    let mut states = client.state_watcher();
-    let mut state = states.current();
-    let mut watcher = None;
-    // Each turn waits for a session transition or a node event; the task is aborted on release.
-    loop {
-        if state.is_terminal() {
-            tx.send_replace(LockState::Lost(LossReason::SessionEnded));
-            return;
-        }
-        if state != SessionState::Connected {
-            tx.send_if_modified(|s| replace_if_changed(s, LockState::Suspended));
-        } else if watcher.is_none() || *tx.borrow() != LockState::Held {
-            // Arm the node watch (first turn, or after it fired), or confirm the node after
-            // a suspension (the watch itself survives reconnects).
-            let seen = if watcher.is_none() {
-                client.exists_watch(&path).await.map(|(stat, w)| {
-                    watcher = Some(Box::pin(w));
-                    stat
-                })
-            } else {
-                client.exists(&path).await
-            };
-            match seen {
-                Ok(Some(_)) => {
-                    tx.send_if_modified(|s| replace_if_changed(s, LockState::Held));
-                }
-                Ok(None) => {
-                    tx.send_replace(LockState::Lost(LossReason::NodeDeleted));
-                    return;
-                }
-                // The transition that explains it is queued for `changed` below.
-                Err(e) if e.is_connection_loss() => {}
-                Err(e) if e.is_terminal() => {
-                    tx.send_replace(LockState::Lost(LossReason::SessionEnded));
-                    return;
-                }
-                // Anything else (say, a server error): retry at a modest pace.
-                Err(_) => {
-                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-                    continue;
-                }
-            }
-        }
-        let node_event = async {
-            match watcher.as_mut() {
-                Some(w) => w.await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            event = node_event => {
-                watcher = None;
-                if let Ok(e) = event {
-                    if e.event_type == zk_client::EventType::NodeDeleted {
-                        tx.send_replace(LockState::Lost(LossReason::NodeDeleted));
-                        return;
-                    }
-                }
-            }
-            next = states.changed() => state = next,
-        }
-    }
-}
-
 /// The results of a fenced multi without the leading check's: exactly one per op of the
 /// caller. A reply with another count, or without the check's result first, is the server
 /// breaking the protocol (a multi answers every op, in order); it is reported, never
@@ -464,15 +430,6 @@ fn without_check(results: Vec<OpResult>, ops: usize) -> Result<Vec<OpResult>> {
                 value: 0,
             },
         ))),
-    }
-}
-
-fn replace_if_changed(slot: &mut LockState, next: LockState) -> bool {
-    if *slot == next {
-        false
-    } else {
-        *slot = next;
-        true
     }
 }
 

@@ -41,6 +41,8 @@ pub(crate) struct Acquired {
     pub(crate) path: String,
     /// Its stat at creation (the czxid is the fencing token).
     pub(crate) stat: Stat,
+    /// The client's connection epoch before the listing that showed us at the head.
+    pub(crate) epoch: u64,
 }
 
 /// Removes our node when the attempt ends without the lock (error, timeout, try-failure or
@@ -92,9 +94,10 @@ pub(crate) async fn acquire(
         let (name, stat) = create_protected(client, spec, &guid, downgrade_of).await?;
         attempt.node = Some(name.clone());
         let held = wait_turn(client, spec, &name, try_only, downgrade_of).await?;
-        Ok::<_, Error>(held.then_some(Acquired {
+        Ok::<_, Error>(held.map(|epoch| Acquired {
             path: format!("{}/{name}", spec.base),
             stat,
+            epoch,
         }))
     };
     let result = super::support::until(deadline, fut).await;
@@ -173,7 +176,9 @@ async fn create_protected(
     Err(Error::Client(zk_client::Error::ConnectionLoss))
 }
 
-/// Waits until no node that blocks `ours` is left. Returns false when `try_only` and blocked.
+/// Waits until no node that blocks `ours` is left and returns the client's connection epoch
+/// read before the listing that showed our node there (the guard reports `Held` only on that
+/// connection until it looks again). Returns `None` when `try_only` and blocked.
 ///
 /// `ignore` names a node of ours that must not block us (our write node, in a downgrade).
 async fn wait_turn(
@@ -182,8 +187,9 @@ async fn wait_turn(
     ours: &str,
     try_only: bool,
     ignore: Option<&str>,
-) -> Result<bool> {
+) -> Result<Option<u64>> {
     for _ in 0..MAX_TURNS {
+        let epoch = client.connection_epoch();
         let children = match client.get_children(&spec.base).await {
             Ok((children, _)) => children,
             Err(e) if e.is_connection_loss() => {
@@ -197,9 +203,9 @@ async fn wait_turn(
             queue.retain(|c| c.name != skip);
         }
         match naming::position(&queue, ours, spec.intent) {
-            Position::Acquired => return Ok(true),
+            Position::Acquired => return Ok(Some(epoch)),
             Position::Missing => return Err(Error::LockLost(LossReason::NodeDeleted)),
-            Position::WaitFor { .. } if try_only => return Ok(false),
+            Position::WaitFor { .. } if try_only => return Ok(None),
             Position::WaitFor { node, only } => {
                 // getData, not exists: exists would leave a watch behind on a node that is
                 // already gone; getData fails with NoNode and leaves nothing.
@@ -212,7 +218,7 @@ async fn wait_turn(
                             // since (later nodes get larger sequence numbers), so the lock
                             // is ours without listing again. Any other event: look again.
                             Ok(e) if only && e.event_type == zk_client::EventType::NodeDeleted => {
-                                return Ok(true)
+                                return Ok(Some(epoch))
                             }
                             Ok(_) => {}
                             Err(e) if e.is_connection_loss() => wait_connected(client).await?,

@@ -123,30 +123,37 @@ impl ExclusiveLock {
             guid,
             armed: true,
         };
-        let stat = until(deadline, self.race(&guid, try_only)).await?;
+        let won = until(deadline, self.race(&guid, try_only)).await?;
         cleanup.armed = false;
-        let Some(stat) = stat else { return Ok(None) };
+        let Some((stat, epoch)) = won else {
+            return Ok(None);
+        };
         let hook = Box::new(move || drop(permit));
         Ok(Some(
-            Hold::new(self.client.clone(), self.path.clone(), stat, hook).into_guard(),
+            Hold::new(self.client.clone(), self.path.clone(), stat, epoch, hook).into_guard(),
         ))
     }
 
-    async fn race(&self, guid: &Uuid, try_only: bool) -> Result<Option<Stat>> {
+    /// Creates the node or waits for it to go. Returns its stat and the client's connection
+    /// epoch read before the request that showed the node ours.
+    async fn race(&self, guid: &Uuid, try_only: bool) -> Result<Option<(Stat, u64)>> {
         let data = guid.hyphenated().to_string();
         let options = CreateOptions::new(CreateMode::Ephemeral);
         for _ in 0..MAX_TURNS {
+            let epoch = self.client.connection_epoch();
             match self
                 .client
                 .create(&self.path, data.as_bytes(), &options)
                 .await
             {
-                Ok((_, stat)) => return Ok(Some(stat)),
+                Ok((_, stat)) => return Ok(Some((stat, epoch))),
                 Err(zk_client::Error::NodeExists) => {
+                    let epoch = self.client.connection_epoch();
                     match self.client.get_data_watch(&self.path).await {
                         Ok((held_by, stat, watcher)) => {
                             if held_by == data.as_bytes() {
-                                return Ok(Some(stat)); // our own create, reply lost earlier
+                                // Our own create, whose reply was lost earlier.
+                                return Ok(Some((stat, epoch)));
                             }
                             if try_only {
                                 return Ok(None);
@@ -173,8 +180,9 @@ impl ExclusiveLock {
                 }
                 Err(e) if e.is_connection_loss() => {
                     wait_connected(&self.client).await?;
+                    let epoch = self.client.connection_epoch();
                     if let Some(stat) = self.owned_stat(&data).await? {
-                        return Ok(Some(stat));
+                        return Ok(Some((stat, epoch)));
                     }
                 }
                 Err(e) => return Err(e.into()),

@@ -235,6 +235,7 @@ impl FairLock {
             self.inner.client.clone(),
             acquired.path,
             acquired.stat,
+            acquired.epoch,
             hook,
         );
         if let Ok(mut h) = self.inner.holder.lock() {

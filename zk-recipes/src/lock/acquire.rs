@@ -120,7 +120,7 @@ pub(crate) async fn acquire(
 ///
 /// Normally an EPHEMERAL_SEQUENTIAL `_c_<guid>-<lock name>`. For a downgrade (`downgrade_of`
 /// is our write node) it is a plain EPHEMERAL `_c_<guid>-__READ__<seq>` carrying the write
-/// node's own sequence suffix, as Curator 5.2 does since CURATOR-621: a sequential read node
+/// node's own sequence suffix, as Curator does since 5.5.0 (CURATOR-621): a sequential read node
 /// would sort after any writer queued behind our write node and wait for it, while that
 /// writer waits for our write node, forever. At the write node's position it blocks such a
 /// writer instead, and nothing blocks it but our own write node.

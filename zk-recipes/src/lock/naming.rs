@@ -188,7 +188,7 @@ fn may_gain_a_downgrade(c: &Contender) -> bool {
 
 /// The name of a downgrade's read node: `_c_<uuid>-__READ__<seq>`, where `<seq>` is the
 /// sequence suffix of the owner's write node `write_node`, created as a plain (not
-/// sequential) ephemeral node so that it sorts at the write node's position (Curator 5.2+,
+/// sequential) ephemeral node so that it sorts at the write node's position (Curator 5.5.0+,
 /// CURATOR-621). `None` if `write_node` has no sequence suffix.
 pub fn downgrade_node_name(guid: &Uuid, write_node: &str) -> Option<String> {
     let seq = sequence_suffix(write_node)?;

@@ -287,3 +287,51 @@ async fn exclusive_lock_excludes_and_recovers() {
     gb.release().await.unwrap();
     assert!(admin.exists("/locks/x/node").await.unwrap().is_none());
 }
+
+/// CURATOR-621: the write holder downgrades (takes the read lock) while another writer is
+/// queued. The read node must sort at the write node's position, not after the queued
+/// writer, or each waits for the other forever.
+#[tokio::test]
+async fn downgrade_with_a_queued_writer_does_not_deadlock() {
+    let hosts = shared_root("downgrade_queued").await;
+    let admin = connect(&hosts).await;
+    let a = ReadWriteLock::new(connect(&hosts).await, "/locks/dg").unwrap();
+    let b = ReadWriteLock::new(connect(&hosts).await, "/locks/dg").unwrap();
+
+    let a_write = a.write_lock().acquire().await.unwrap();
+    let b_writer = tokio::spawn(async move {
+        let g = b.write_lock().acquire_timeout(LIMIT).await?;
+        let state = g.state();
+        g.release().await?;
+        Ok::<_, zk_recipes::Error>(state)
+    });
+    assert_eq!(wait_children(&admin, "/locks/dg", 2, LIMIT).await.len(), 2);
+
+    let a_read = tokio::time::timeout(Duration::from_secs(10), a.read_lock().acquire())
+        .await
+        .expect("downgrade deadlocked behind the queued writer")
+        .expect("downgrade");
+    assert_eq!(a_read.state(), LockState::Held);
+    // The downgrade's node sits at the write node's sequence number.
+    let nodes = children(&admin, "/locks/dg").await;
+    assert_eq!(nodes.len(), 3, "{nodes:?}");
+    let seq = |name: &str| name[name.len() - 10..].to_owned();
+    assert_eq!(seq(a_read.node_name()), seq(a_write.node_name()));
+
+    a_write.release().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !b_writer.is_finished(),
+        "the queued writer got in while the downgraded reader held on"
+    );
+    a_read.release().await.unwrap();
+    let state = tokio::time::timeout(LIMIT, b_writer)
+        .await
+        .expect("queued writer acquires after the read release")
+        .unwrap()
+        .expect("queued writer");
+    assert_eq!(state, LockState::Held);
+    assert!(wait_children(&admin, "/locks/dg", 0, LIMIT)
+        .await
+        .is_empty());
+}

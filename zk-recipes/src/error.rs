@@ -54,6 +54,16 @@ impl Error {
     pub fn is_lock_lost(&self) -> bool {
         matches!(self, Error::LockLost(_))
     }
+
+    /// The error an acquisition reports: a terminal client error (the session expired, was
+    /// closed, or failed authentication) becomes `LockLost(SessionEnded)`, as the locks
+    /// document, whichever request happened to notice it first.
+    pub(crate) fn session_end_as_loss(self) -> Error {
+        match self {
+            Error::Client(e) if e.is_terminal() => Error::LockLost(LossReason::SessionEnded),
+            e => e,
+        }
+    }
 }
 
 /// Result of a recipe operation.

@@ -5,22 +5,29 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::watch;
 use tracing::{debug, warn};
-use zk_client::{Client, Op, OpResult, SessionState, Stat};
+use zk_client::{Client, Op, OpResult, Stat};
+use zk_proto::DecodeError;
 
 use crate::error::{Error, LossReason, Result};
 use crate::lock::support::delete_guaranteed;
+use crate::state::{monitor, LockState, LockTransitions, Published};
 
-/// What the holder of a lock can know about it.
+/// What [`LockGuard::release`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LockState {
-    /// Held: our node exists and the session is connected.
-    Held,
-    /// The connection is lost: the lock may still be ours (the session may live on) or may
-    /// already be someone else's (if the session expired in the meantime). A holder must stop
-    /// work that needs the lock until the state is `Held` again.
-    Suspended,
-    /// Certainly not ours any more: the session ended or the node was deleted. Terminal.
-    Lost(LossReason),
+#[non_exhaustive]
+pub enum Released {
+    /// We deleted our lock node: the lock was ours until this release.
+    Deleted,
+    /// The node was already gone, so the lock had been lost before this release:
+    /// [`LossReason::SessionEnded`] (the session expired or was closed, and its ephemeral
+    /// node went with it) or [`LossReason::NodeDeleted`] (someone else deleted it).
+    AlreadyGone(LossReason),
+    /// Other guards of the same hold (re-entries) remain; the node stays until the last of
+    /// them is released.
+    StillHeld {
+        /// How many guards still hold the node.
+        remaining: usize,
+    },
 }
 
 /// Runs once when the last guard of a hold is gone: frees the local slot of the lock.
@@ -32,21 +39,29 @@ pub(crate) struct Hold {
     path: String,
     stat: Stat,
     count: AtomicUsize,
-    state: watch::Sender<LockState>,
+    state: Arc<Published>,
     /// The loss monitor, started the first time the state is observed.
     monitor: OnceLock<tokio::task::AbortHandle>,
     hook: Mutex<Option<ReleaseHook>>,
 }
 
 impl Hold {
-    /// A freshly acquired node. Nothing watches it until its state is first observed.
-    pub(crate) fn new(client: Client, path: String, stat: Stat, hook: ReleaseHook) -> Arc<Hold> {
+    /// A freshly acquired node, seen at the head of its queue on the connection of `epoch`
+    /// (the client's [`connection_epoch`](Client::connection_epoch) read before the request
+    /// that showed it). Nothing watches it until its state is first observed.
+    pub(crate) fn new(
+        client: Client,
+        path: String,
+        stat: Stat,
+        epoch: u64,
+        hook: ReleaseHook,
+    ) -> Arc<Hold> {
         Arc::new(Hold {
             client,
             path,
             stat,
             count: AtomicUsize::new(1),
-            state: watch::Sender::new(LockState::Held),
+            state: Published::new(epoch),
             monitor: OnceLock::new(),
             hook: Mutex::new(Some(hook)),
         })
@@ -61,22 +76,18 @@ impl Hold {
             return;
         };
         self.monitor.get_or_init(|| {
+            // Until now nobody published: start the receivers from what is known now (say,
+            // `Suspended` after a reconnect nobody looked at), before the monitor publishes.
+            self.state.publish_initial(&self.client);
             let task = monitor(self.client.clone(), self.path.clone(), self.state.clone());
             handle.spawn(task).abort_handle()
         });
     }
 
-    /// What is known now: the monitor's verdict, overridden by the session's own state (which
-    /// is always current, monitored or not).
+    /// What is known now: the monitor's verdict, overridden by the session's own state and
+    /// connection epoch (always current, monitored or not; see [`crate::state::decide`]).
     fn current(&self) -> LockState {
-        let published = *self.state.borrow();
-        let session = self.client.state();
-        match published {
-            LockState::Lost(_) => published,
-            _ if session.is_terminal() => LockState::Lost(LossReason::SessionEnded),
-            _ if session != SessionState::Connected => LockState::Suspended,
-            _ => published,
-        }
+        self.state.current(&self.client)
     }
 
     /// The guard of a fresh hold (its count already is 1).
@@ -114,10 +125,12 @@ impl Hold {
         None
     }
 
-    async fn finish(self: Arc<Self>) -> Result<()> {
+    async fn finish(self: Arc<Self>) -> Result<Released> {
         let monitored = self.monitor.get().inspect(|m| m.abort()).is_some();
-        let result = if matches!(self.current(), LockState::Lost(LossReason::SessionEnded)) {
-            Ok(())
+        let result = if let LockState::Lost(reason) = self.current() {
+            // Nothing to delete: the session took the node, or the monitor saw it deleted
+            // (and a node at the same path now, an exclusive lock's, would be someone else's).
+            Ok(Released::AlreadyGone(reason))
         } else if monitored {
             // Drop the monitor's watch on our node first, in the same flush as the delete
             // (requests are ordered at call time), so that the delete notifies only the next
@@ -157,7 +170,7 @@ impl Hold {
 /// let guard = lock.acquire().await?;
 /// println!("fencing token {}", guard.fencing_token());
 /// assert_eq!(guard.state(), LockState::Held);
-/// guard.release().await?;
+/// assert_eq!(guard.release().await?, zk_recipes::Released::Deleted);
 /// # Ok(()) }
 /// ```
 pub struct LockGuard {
@@ -197,9 +210,14 @@ impl LockGuard {
         &self.hold.stat
     }
 
-    /// What we currently know about the lock. The session's state is always reflected; a
-    /// deletion of the node is noticed from the first time the state is observed (this call,
-    /// [`state_watcher`](Self::state_watcher), [`lost`](Self::lost) or
+    /// What we currently know about the lock.
+    ///
+    /// `Held` only while the client is connected (read/write) on the same connection on
+    /// which our node was last seen: right after a reconnect it is `Suspended` until the
+    /// guard has seen its node again (one `exists`, done by its monitor). The session's state
+    /// is always reflected; a deletion of the node is noticed from the first time the state
+    /// is observed (this call, [`state_watcher`](Self::state_watcher),
+    /// [`transitions`](Self::transitions), [`lost`](Self::lost) or
     /// [`suspended_or_lost`](Self::suspended_or_lost)), which starts watching the node. A guard
     /// nobody observes costs no request beyond the acquisition and the release.
     pub fn state(&self) -> LockState {
@@ -207,24 +225,63 @@ impl LockGuard {
         self.hold.current()
     }
 
-    /// A receiver of state changes (`Held` ⇄ `Suspended`, then `Lost`). Starts watching the
-    /// node.
+    /// Every change of the lock's state from now on, in order (`Held` → `Suspended` → `Held`
+    /// ..., then `Lost`), even a disconnection that is over before the receiver looks. Starts
+    /// watching the node. See [`LockTransitions`].
+    pub fn transitions(&self) -> LockTransitions {
+        // Subscribed before the monitor can start, so it misses none of its changes.
+        let transitions = self.hold.state.transitions();
+        self.hold.observe();
+        transitions
+    }
+
+    /// A receiver of the latest published state (`Held` ⇄ `Suspended`, then `Lost`). Starts
+    /// watching the node.
+    ///
+    /// It keeps only the latest value, so changes may coalesce: a `Suspended` followed
+    /// quickly by `Held` can be seen as a single wake-up that reads `Held`. A holder that
+    /// must notice every suspension uses [`transitions`](Self::transitions) (or
+    /// [`suspended_or_lost`](Self::suspended_or_lost)). Kept for compatibility.
     pub fn state_watcher(&self) -> watch::Receiver<LockState> {
         self.hold.observe();
         self.hold.state.subscribe()
     }
 
     /// Resolves when the lock may no longer be ours: on `Suspended` (connection lost, possible
-    /// loss) or `Lost` (certain loss). Returns that state.
+    /// loss) or `Lost` (certain loss), including a suspension that is already over when this
+    /// future is next polled. Returns that state (at once if [`state`](Self::state) is not
+    /// `Held` now).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe (it holds no resource), but a suspension that happens while no call is
+    /// pending is not reported by a later call once it is over: keep one future, or use
+    /// [`transitions`](Self::transitions), to follow a long piece of work.
     pub async fn suspended_or_lost(&self) -> LockState {
-        let mut rx = self.state_watcher();
-        let seen = rx.wait_for(|s| *s != LockState::Held).await.map(|s| *s);
-        seen.unwrap_or(LockState::Lost(LossReason::SessionEnded))
+        let mut transitions = self.transitions();
+        let now = self.hold.current();
+        if now != LockState::Held {
+            return now;
+        }
+        // Bounded by the hold: `changed` ends (None) when the hold does.
+        while let Some(state) = transitions.changed().await {
+            if state != LockState::Held {
+                return state;
+            }
+        }
+        self.hold.current()
     }
 
     /// Resolves when the lock is certainly lost, with the reason.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it holds no resource and `Lost` is final, so a later call sees it.
     pub async fn lost(&self) -> LossReason {
         let mut rx = self.state_watcher();
+        if let LockState::Lost(reason) = self.hold.current() {
+            return reason;
+        }
         let seen = rx
             .wait_for(|s| matches!(s, LockState::Lost(_)))
             .await
@@ -256,6 +313,16 @@ impl LockGuard {
     ///
     /// The client never re-sends a request after a connection loss or on another session, so a
     /// fenced write cannot land after the lock has passed on.
+    ///
+    /// Returns the results of `ops` (the check's own result removed), one per op, in order.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LockLost`] without sending anything once the loss is known;
+    /// [`Error::Client`] with `Multi { index: 0, .. }` when the check failed (the node is
+    /// gone), with `Multi { index: i + 1, .. }` when `ops[i]` failed, with the client's
+    /// session errors, and with `Protocol` when the server's reply does not have one result
+    /// per op.
     pub async fn fenced(&self, ops: &[Op]) -> Result<Vec<OpResult>> {
         if let LockState::Lost(reason) = self.hold.current() {
             return Err(Error::LockLost(reason));
@@ -263,19 +330,50 @@ impl LockGuard {
         let mut all = Vec::with_capacity(ops.len() + 1);
         all.push(Op::check(&self.hold.path, None));
         all.extend_from_slice(ops);
-        let mut results = self.hold.client.multi(&all).await?;
-        results.remove(0);
-        Ok(results)
+        let results = self.hold.client.multi(&all).await?;
+        without_check(results, ops.len())
     }
 
     /// Releases this hold: deletes the lock node when it is the last guard, retrying through
-    /// connection losses until the node is gone or the session ended.
-    pub async fn release(mut self) -> Result<()> {
+    /// connection losses until the node is gone or the session ended, and says which
+    /// happened.
+    ///
+    /// - [`Released::Deleted`]: we deleted the node; the lock was ours until now. If a
+    ///   connection loss hid the outcome of a delete and the retry found no node, the first
+    ///   delete is taken to have applied.
+    /// - [`Released::AlreadyGone`]: the lock was lost before this release, because the session
+    ///   ended (then nothing is sent) or someone else deleted the node.
+    /// - [`Released::StillHeld`]: a re-entry was released; the node stays for the other
+    ///   guards.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Client`] when the server refuses the delete for another reason (for example
+    /// `NoAuth`: the node then stays until the session ends), or `Closed` if the runtime
+    /// shut down during the release.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the last guard's release runs as a task of its own, so dropping this
+    /// future only loses the outcome; the node is still deleted (through reconnects) and the
+    /// local slot freed, as when the guard is dropped. A future never polled releases
+    /// nothing itself: it drops the guard, which releases in the background.
+    pub async fn release(mut self) -> Result<Released> {
         self.active = false;
-        if self.hold.count.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.hold.clone().finish().await
-        } else {
-            Ok(())
+        let before = self.hold.count.fetch_sub(1, Ordering::AcqRel);
+        if before != 1 {
+            return Ok(Released::StillHeld {
+                remaining: before.saturating_sub(1),
+            });
+        }
+        let finish = self.hold.clone().finish();
+        match tokio::runtime::Handle::try_current() {
+            // A join error means the runtime is shutting down (finish does not panic).
+            Ok(handle) => handle
+                .spawn(finish)
+                .await
+                .unwrap_or(Err(Error::Client(zk_client::Error::Closed))),
+            Err(_) => finish.await,
         }
     }
 }
@@ -289,8 +387,12 @@ impl Drop for LockGuard {
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 handle.spawn(async move {
-                    if let Err(e) = hold.finish().await {
-                        warn!(error = %e, "background lock release failed");
+                    match hold.finish().await {
+                        Ok(Released::AlreadyGone(reason)) => {
+                            debug!(%reason, "dropped guard: the lock had been lost already")
+                        }
+                        Ok(_) => {}
+                        Err(e) => warn!(error = %e, "background lock release failed"),
                     }
                 });
             }
@@ -305,81 +407,63 @@ impl Drop for LockGuard {
     }
 }
 
-/// Watches the session and our node; publishes what the holder can know.
-///
-/// Driven by the client's ordered session transitions, so even a disconnection that lasts
-/// a millisecond (a fast failover) is published as `Suspended`; `Held` comes back only after
-/// the node has been seen again on the reconnected session.
-async fn monitor(client: Client, path: String, tx: watch::Sender<LockState>) {
-    let mut states = client.state_watcher();
-    let mut state = states.current();
-    let mut watcher = None;
-    // Each turn waits for a session transition or a node event; the task is aborted on release.
-    loop {
-        if state.is_terminal() {
-            tx.send_replace(LockState::Lost(LossReason::SessionEnded));
-            return;
-        }
-        if state != SessionState::Connected {
-            tx.send_if_modified(|s| replace_if_changed(s, LockState::Suspended));
-        } else if watcher.is_none() || *tx.borrow() != LockState::Held {
-            // Arm the node watch (first turn, or after it fired), or confirm the node after
-            // a suspension (the watch itself survives reconnects).
-            let seen = if watcher.is_none() {
-                client.exists_watch(&path).await.map(|(stat, w)| {
-                    watcher = Some(Box::pin(w));
-                    stat
-                })
-            } else {
-                client.exists(&path).await
-            };
-            match seen {
-                Ok(Some(_)) => {
-                    tx.send_if_modified(|s| replace_if_changed(s, LockState::Held));
-                }
-                Ok(None) => {
-                    tx.send_replace(LockState::Lost(LossReason::NodeDeleted));
-                    return;
-                }
-                // The transition that explains it is queued for `changed` below.
-                Err(e) if e.is_connection_loss() => {}
-                Err(e) if e.is_terminal() => {
-                    tx.send_replace(LockState::Lost(LossReason::SessionEnded));
-                    return;
-                }
-                // Anything else (say, a server error): retry at a modest pace.
-                Err(_) => {
-                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-                    continue;
-                }
-            }
-        }
-        let node_event = async {
-            match watcher.as_mut() {
-                Some(w) => w.await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            event = node_event => {
-                watcher = None;
-                if let Ok(e) = event {
-                    if e.event_type == zk_client::EventType::NodeDeleted {
-                        tx.send_replace(LockState::Lost(LossReason::NodeDeleted));
-                        return;
-                    }
-                }
-            }
-            next = states.changed() => state = next,
-        }
+/// The results of a fenced multi without the leading check's: exactly one per op of the
+/// caller. A reply with another count, or without the check's result first, is the server
+/// breaking the protocol (a multi answers every op, in order); it is reported, never
+/// indexed into.
+fn without_check(results: Vec<OpResult>, ops: usize) -> Result<Vec<OpResult>> {
+    let mismatch = |value: usize| {
+        Error::Client(zk_client::Error::Protocol(DecodeError::InvalidValue {
+            field: "multi result count",
+            value: i32::try_from(value).unwrap_or(i32::MAX),
+        }))
+    };
+    if results.len() != ops + 1 {
+        return Err(mismatch(results.len()));
+    }
+    let mut results = results.into_iter();
+    match results.next() {
+        Some(OpResult::Check) => Ok(results.collect()),
+        _ => Err(Error::Client(zk_client::Error::Protocol(
+            DecodeError::InvalidValue {
+                field: "multi result of the lock node check",
+                value: 0,
+            },
+        ))),
     }
 }
 
-fn replace_if_changed(slot: &mut LockState, next: LockState) -> bool {
-    if *slot == next {
-        false
-    } else {
-        *slot = next;
-        true
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set() -> OpResult {
+        OpResult::SetData {
+            stat: Stat::default(),
+        }
+    }
+
+    #[test]
+    fn fenced_results_drop_the_check() {
+        let results = without_check(vec![OpResult::Check, set(), OpResult::Delete], 2).unwrap();
+        assert_eq!(results, vec![set(), OpResult::Delete]);
+        assert_eq!(without_check(vec![OpResult::Check], 0).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn fenced_result_count_mismatch_is_a_protocol_error_not_a_panic() {
+        for (results, ops) in [
+            (vec![], 0),
+            (vec![], 2),
+            (vec![OpResult::Check], 1),
+            (vec![OpResult::Check, set(), set()], 1),
+            (vec![set(), OpResult::Check], 1),
+        ] {
+            let err = without_check(results.clone(), ops).unwrap_err();
+            assert!(
+                matches!(err, Error::Client(zk_client::Error::Protocol(_))),
+                "{results:?} for {ops} ops: {err:?}"
+            );
+        }
     }
 }

@@ -15,11 +15,17 @@
 //! A ZooKeeper lock is only as good as the session behind it. The guard's [`LockState`] tells
 //! the holder what it can know:
 //!
-//! - `Suspended`: the connection is lost. The session may live on (the lock is still ours
-//!   when it comes back) or may expire (then it has passed on). Stop work that needs the lock
-//!   until the state is `Held` again.
+//! - `Held`: our node was seen on the connection the client has now.
+//! - `Suspended`: the connection is lost, or was lost since the node was last seen. The
+//!   session may live on (the lock is still ours when it comes back) or may expire (then it
+//!   has passed on). Stop work that needs the lock until the state is `Held` again.
 //! - `Lost`: the session ended or the node was deleted. Abort the work; never resume it
 //!   without acquiring again.
+//!
+//! [`LockGuard::transitions`] reports every change in order, so a suspension that is over
+//! before the holder looks is still seen; [`LockGuard::state_watcher`] keeps only the latest
+//! state. [`LockGuard::release`] tells whether the lock was still ours up to the release
+//! ([`Released`]).
 //!
 //! Session changes are always reflected. To notice a deletion of the node (an operator, a
 //! revocation), the guard watches its node from the first time its state is observed
@@ -42,10 +48,12 @@
 mod error;
 mod guard;
 pub mod lock;
+mod state;
 
 pub use error::{Error, LossReason, Result};
-pub use guard::{LockGuard, LockState};
+pub use guard::{LockGuard, Released};
 pub use lock::{ExclusiveLock, FairLock, ReadWriteLock};
+pub use state::{LockState, LockTransitions};
 
 /// The README's examples, compiled (and the runnable ones run) as doctests.
 #[doc = include_str!("../../README.md")]

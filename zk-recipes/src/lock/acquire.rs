@@ -41,6 +41,8 @@ pub(crate) struct Acquired {
     pub(crate) path: String,
     /// Its stat at creation (the czxid is the fencing token).
     pub(crate) stat: Stat,
+    /// The client's connection epoch before the listing that showed us at the head.
+    pub(crate) epoch: u64,
 }
 
 /// Removes our node when the attempt ends without the lock (error, timeout, try-failure or
@@ -70,14 +72,15 @@ impl Drop for Attempt {
 /// with `try_only`, returns `Ok(None)` at once if someone is ahead. Whatever way this ends
 /// without the lock, including by being dropped, our node is removed.
 ///
-/// `ignore` names a node of ours that must not block us (the write node, when the same owner
-/// takes the read lock: a downgrade).
+/// `downgrade_of` names our own write node when its owner takes the read lock (a
+/// downgrade): the read node is then created at the write node's position (see
+/// [`create_protected`]) and the write node does not block it.
 pub(crate) async fn acquire(
     client: &Client,
     spec: &QueueSpec,
     deadline: Option<Instant>,
     try_only: bool,
-    ignore: Option<&str>,
+    downgrade_of: Option<&str>,
 ) -> Result<Option<Acquired>> {
     let guid = Uuid::new_v4();
     let mut attempt = Attempt {
@@ -88,12 +91,13 @@ pub(crate) async fn acquire(
         armed: true,
     };
     let fut = async {
-        let (name, stat) = create_protected(client, spec, &guid).await?;
+        let (name, stat) = create_protected(client, spec, &guid, downgrade_of).await?;
         attempt.node = Some(name.clone());
-        let held = wait_turn(client, spec, &name, try_only, ignore).await?;
-        Ok::<_, Error>(held.then_some(Acquired {
+        let held = wait_turn(client, spec, &name, try_only, downgrade_of).await?;
+        Ok::<_, Error>(held.map(|epoch| Acquired {
             path: format!("{}/{name}", spec.base),
             stat,
+            epoch,
         }))
     };
     let result = super::support::until(deadline, fut).await;
@@ -113,23 +117,39 @@ pub(crate) async fn acquire(
 }
 
 /// The protected create: makes our node, surviving a lost reply without leaving a ghost.
+///
+/// Normally an EPHEMERAL_SEQUENTIAL `_c_<guid>-<lock name>`. For a downgrade (`downgrade_of`
+/// is our write node) it is a plain EPHEMERAL `_c_<guid>-__READ__<seq>` carrying the write
+/// node's own sequence suffix, as Curator does since 5.5.0 (CURATOR-621): a sequential read node
+/// would sort after any writer queued behind our write node and wait for it, while that
+/// writer waits for our write node, forever. At the write node's position it blocks such a
+/// writer instead, and nothing blocks it but our own write node.
 async fn create_protected(
     client: &Client,
     spec: &QueueSpec,
     guid: &Uuid,
+    downgrade_of: Option<&str>,
 ) -> Result<(String, Stat)> {
-    let path = format!(
-        "{}/{}",
-        spec.base,
-        naming::protected_node_name(guid, spec.lock_name)
-    );
-    let options = CreateOptions::new(CreateMode::EphemeralSequential);
+    let downgrade = downgrade_of.and_then(|write| naming::downgrade_node_name(guid, write));
+    let (name, mode) = match downgrade {
+        Some(name) => (name, CreateMode::Ephemeral),
+        // Not a downgrade (or, impossibly, a write node without a sequence: then queue
+        // normally, which is what the lock did before CURATOR-621).
+        None => (
+            naming::protected_node_name(guid, spec.lock_name),
+            CreateMode::EphemeralSequential,
+        ),
+    };
+    let path = format!("{}/{name}", spec.base);
+    let options = CreateOptions::new(mode);
     let session = client.session_id();
     for _ in 0..MAX_TURNS {
         match client.create(&path, &[], &options).await {
             Ok((created, stat)) => return Ok((base_name(&created).to_owned(), stat)),
             Err(zk_client::Error::NoNode) => ensure_containers(client, &spec.base).await?,
-            Err(e) if e.is_connection_loss() => {
+            // Only a plain (downgrade) name can exist already, and only if it is ours: the
+            // guid is fresh. Recover it like a lost reply.
+            Err(e) if e.is_connection_loss() || matches!(e, zk_client::Error::NodeExists) => {
                 // The create may or may not have happened: look for our guid.
                 wait_connected(client).await?;
                 if let Some(found) = super::support::find_own(client, &spec.base, guid).await? {
@@ -156,15 +176,20 @@ async fn create_protected(
     Err(Error::Client(zk_client::Error::ConnectionLoss))
 }
 
-/// Waits until no node that blocks `ours` is left. Returns false when `try_only` and blocked.
+/// Waits until no node that blocks `ours` is left and returns the client's connection epoch
+/// read before the listing that showed our node there (the guard reports `Held` only on that
+/// connection until it looks again). Returns `None` when `try_only` and blocked.
+///
+/// `ignore` names a node of ours that must not block us (our write node, in a downgrade).
 async fn wait_turn(
     client: &Client,
     spec: &QueueSpec,
     ours: &str,
     try_only: bool,
     ignore: Option<&str>,
-) -> Result<bool> {
+) -> Result<Option<u64>> {
     for _ in 0..MAX_TURNS {
+        let epoch = client.connection_epoch();
         let children = match client.get_children(&spec.base).await {
             Ok((children, _)) => children,
             Err(e) if e.is_connection_loss() => {
@@ -178,9 +203,9 @@ async fn wait_turn(
             queue.retain(|c| c.name != skip);
         }
         match naming::position(&queue, ours, spec.intent) {
-            Position::Acquired => return Ok(true),
+            Position::Acquired => return Ok(Some(epoch)),
             Position::Missing => return Err(Error::LockLost(LossReason::NodeDeleted)),
-            Position::WaitFor { .. } if try_only => return Ok(false),
+            Position::WaitFor { .. } if try_only => return Ok(None),
             Position::WaitFor { node, only } => {
                 // getData, not exists: exists would leave a watch behind on a node that is
                 // already gone; getData fails with NoNode and leaves nothing.
@@ -193,7 +218,7 @@ async fn wait_turn(
                             // since (later nodes get larger sequence numbers), so the lock
                             // is ours without listing again. Any other event: look again.
                             Ok(e) if only && e.event_type == zk_client::EventType::NodeDeleted => {
-                                return Ok(true)
+                                return Ok(Some(epoch))
                             }
                             Ok(_) => {}
                             Err(e) if e.is_connection_loss() => wait_connected(client).await?,

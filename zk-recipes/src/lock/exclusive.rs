@@ -58,11 +58,31 @@ impl ExclusiveLock {
     }
 
     /// Waits until the lock is held.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LockLost`]`(`[`SessionEnded`](crate::LossReason::SessionEnded)`)` if the
+    /// session expired, was closed or failed authentication, before or while waiting;
+    /// [`Error::Client`] for other ZooKeeper failures (connection losses are waited out, not
+    /// returned).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: if the dropped attempt had created the node (or might have, with its
+    /// reply lost), the node is recognised by its guid and deleted in the background.
     pub async fn acquire(&self) -> Result<LockGuard> {
         self.run(None, false).await?.ok_or(Error::Timeout)
     }
 
     /// Waits at most `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Timeout`] when `timeout` passes first; otherwise as [`acquire`](Self::acquire).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, like [`acquire`](Self::acquire).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
         self.run(deadline_after(Some(timeout)), false)
             .await?
@@ -70,11 +90,29 @@ impl ExclusiveLock {
     }
 
     /// Takes the lock if it is free, else `Ok(None)`.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, like [`acquire`](Self::acquire).
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
         self.run(None, true).await
     }
 
     async fn run(&self, deadline: Option<Instant>, try_only: bool) -> Result<Option<LockGuard>> {
+        self.run_inner(deadline, try_only)
+            .await
+            .map_err(Error::session_end_as_loss)
+    }
+
+    async fn run_inner(
+        &self,
+        deadline: Option<Instant>,
+        try_only: bool,
+    ) -> Result<Option<LockGuard>> {
         let Some(permit) = local_permit(&self.local, deadline, try_only).await? else {
             return Ok(None);
         };
@@ -85,30 +123,37 @@ impl ExclusiveLock {
             guid,
             armed: true,
         };
-        let stat = until(deadline, self.race(&guid, try_only)).await?;
+        let won = until(deadline, self.race(&guid, try_only)).await?;
         cleanup.armed = false;
-        let Some(stat) = stat else { return Ok(None) };
+        let Some((stat, epoch)) = won else {
+            return Ok(None);
+        };
         let hook = Box::new(move || drop(permit));
         Ok(Some(
-            Hold::new(self.client.clone(), self.path.clone(), stat, hook).into_guard(),
+            Hold::new(self.client.clone(), self.path.clone(), stat, epoch, hook).into_guard(),
         ))
     }
 
-    async fn race(&self, guid: &Uuid, try_only: bool) -> Result<Option<Stat>> {
+    /// Creates the node or waits for it to go. Returns its stat and the client's connection
+    /// epoch read before the request that showed the node ours.
+    async fn race(&self, guid: &Uuid, try_only: bool) -> Result<Option<(Stat, u64)>> {
         let data = guid.hyphenated().to_string();
         let options = CreateOptions::new(CreateMode::Ephemeral);
         for _ in 0..MAX_TURNS {
+            let epoch = self.client.connection_epoch();
             match self
                 .client
                 .create(&self.path, data.as_bytes(), &options)
                 .await
             {
-                Ok((_, stat)) => return Ok(Some(stat)),
+                Ok((_, stat)) => return Ok(Some((stat, epoch))),
                 Err(zk_client::Error::NodeExists) => {
+                    let epoch = self.client.connection_epoch();
                     match self.client.get_data_watch(&self.path).await {
                         Ok((held_by, stat, watcher)) => {
                             if held_by == data.as_bytes() {
-                                return Ok(Some(stat)); // our own create, reply lost earlier
+                                // Our own create, whose reply was lost earlier.
+                                return Ok(Some((stat, epoch)));
                             }
                             if try_only {
                                 return Ok(None);
@@ -135,8 +180,9 @@ impl ExclusiveLock {
                 }
                 Err(e) if e.is_connection_loss() => {
                     wait_connected(&self.client).await?;
+                    let epoch = self.client.connection_epoch();
                     if let Some(stat) = self.owned_stat(&data).await? {
-                        return Ok(Some(stat));
+                        return Ok(Some((stat, epoch)));
                     }
                 }
                 Err(e) => return Err(e.into()),

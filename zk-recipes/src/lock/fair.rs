@@ -136,13 +136,29 @@ impl FairLock {
     ///
     /// # Errors
     ///
-    /// [`Error::LockLost`] if the session ends while waiting, [`Error::Client`] for other
-    /// ZooKeeper failures (connection losses are waited out, not returned).
+    /// - [`Error::LockLost`]`(`[`SessionEnded`](crate::LossReason::SessionEnded)`)` if the
+    ///   session expired, was closed or failed authentication, before or while waiting;
+    /// - [`Error::LockLost`]`(`[`NodeDeleted`](crate::LossReason::NodeDeleted)`)` if our queue
+    ///   node was deleted by someone else while we waited;
+    /// - [`Error::Client`] for other ZooKeeper failures (connection losses are waited out,
+    ///   not returned).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future leaves no node behind (see the type's docs).
     pub async fn acquire(&self) -> Result<LockGuard> {
         self.acquire_until(None, false).await?.ok_or(Error::Timeout)
     }
 
     /// Waits at most `timeout` for the lock; on [`Error::Timeout`] our queue node is removed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Timeout`] when `timeout` passes first; otherwise as [`acquire`](Self::acquire).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, like [`acquire`](Self::acquire).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<LockGuard> {
         self.acquire_until(deadline_after(Some(timeout)), false)
             .await?
@@ -151,6 +167,14 @@ impl FairLock {
 
     /// Takes the lock only if nobody holds it or waits ahead of us: `Ok(None)` otherwise (our
     /// queue node is removed before this returns).
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Self::acquire) (a session that ended is `LockLost(SessionEnded)`).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, like [`acquire`](Self::acquire).
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
         self.acquire_until(None, true).await
     }
@@ -165,12 +189,24 @@ impl FairLock {
         deadline: Option<Instant>,
         try_only: bool,
     ) -> Result<Option<LockGuard>> {
+        self.acquire_inner(deadline, try_only)
+            .await
+            .map_err(Error::session_end_as_loss)
+    }
+
+    async fn acquire_inner(
+        &self,
+        deadline: Option<Instant>,
+        try_only: bool,
+    ) -> Result<Option<LockGuard>> {
         if let Some(guard) = self.inner.current_hold().and_then(|h| h.try_reenter()) {
             return Ok(Some(guard));
         }
         let Some(permit) = local_permit(&self.inner.local, deadline, try_only).await? else {
             return Ok(None);
         };
+        // A downgrade: this task holds the companion write lock, so our read node goes at
+        // the write node's position (CURATOR-621) instead of the end of the queue.
         let own_writer = self
             .inner
             .companion
@@ -199,6 +235,7 @@ impl FairLock {
             self.inner.client.clone(),
             acquired.path,
             acquired.stat,
+            acquired.epoch,
             hook,
         );
         if let Ok(mut h) = self.inner.holder.lock() {

@@ -54,6 +54,14 @@ pub fn protected_guid(name: &str) -> Option<Uuid> {
     Uuid::parse_str(guid).ok()
 }
 
+/// The 10-character sequence suffix of a sequential node's name (`"0000000012"`), if it has
+/// a valid one. A downgrade's read node reuses its write node's suffix (see
+/// [`position`]).
+pub fn sequence_suffix(name: &str) -> Option<&str> {
+    sequence_of(name)?;
+    name.get(name.len().checked_sub(SEQUENCE_LEN)?..)
+}
+
 /// The sequence number at the end of a sequential node's name: the last 10 characters parsed
 /// as a signed 32-bit decimal (the server formats the parent's `cversion` with `%010d`, which
 /// goes negative after overflow, e.g. `-000000012`).
@@ -96,8 +104,15 @@ pub struct Contender {
 }
 
 /// Turns a parent's children into the lock queue: every child with a trailing sequence
-/// number, ordered by that number (ties, which the server never produces under one parent,
-/// by name). Children without a sequence are not contenders.
+/// number, ordered by that number, ties by name. Children without a sequence are not
+/// contenders.
+///
+/// The server never gives two sequential nodes of one parent the same number, but a
+/// read/write downgrade does: its read node is a plain ephemeral node named with the
+/// sequence of its owner's write node (CURATOR-621), so the two tie. Curator leaves such a
+/// tie in the server's listing order; ordering it by name instead is as good, because every
+/// rule below treats the two tied nodes alike (both block a writer queued behind them; the
+/// read node blocks no reader).
 pub fn queue(children: &[String]) -> Vec<Contender> {
     let mut queue: Vec<Contender> = children
         .iter()
@@ -126,9 +141,12 @@ pub enum Position {
     WaitFor {
         /// The node that blocks us.
         node: String,
-        /// Whether it is the only node that blocks us. A contender that arrives later gets a
-        /// larger sequence number and queues behind us, so when an `only` blocker is deleted
-        /// the lock is ours without listing the queue again.
+        /// Whether it is the only node that blocks us, now and later: when it is deleted the
+        /// lock is ours without listing the queue again. A contender that arrives later gets
+        /// a larger sequence number and queues behind us, with one exception: the owner of a
+        /// read/write lock's write node may downgrade, adding a read node at the write
+        /// node's own sequence (CURATOR-621). So a writer whose only blocker is a `__WRIT__`
+        /// node is never told `only`: it lists again when that node goes.
         only: bool,
     },
     /// Our node is not in the queue (deleted by someone, or the session ended).
@@ -157,9 +175,27 @@ pub fn position(queue: &[Contender], ours: &str, intent: Intent) -> Position {
         None => Position::Acquired,
         Some(c) => Position::WaitFor {
             node: c.name.clone(),
-            only: blockers == 1,
+            only: blockers == 1 && !(intent == Intent::Write && may_gain_a_downgrade(c)),
         },
     }
+}
+
+/// Whether a read node may still appear at `c`'s sequence: `c` is a read/write lock's write
+/// node, whose owner may take the read lock while holding it.
+fn may_gain_a_downgrade(c: &Contender) -> bool {
+    c.name.contains(WRITE_LOCK_NAME)
+}
+
+/// The name of a downgrade's read node: `_c_<uuid>-__READ__<seq>`, where `<seq>` is the
+/// sequence suffix of the owner's write node `write_node`, created as a plain (not
+/// sequential) ephemeral node so that it sorts at the write node's position (Curator 5.5.0+,
+/// CURATOR-621). `None` if `write_node` has no sequence suffix.
+pub fn downgrade_node_name(guid: &Uuid, write_node: &str) -> Option<String> {
+    let seq = sequence_suffix(write_node)?;
+    Some(format!(
+        "{}{seq}",
+        protected_node_name(guid, READ_LOCK_NAME)
+    ))
 }
 
 /// Finds our node among the children by its guid (the protected create's recovery step).
@@ -298,6 +334,124 @@ mod tests {
         ]);
         let q = queue(&more);
         assert_eq!(position(&q, &more[2], Intent::Read), wait(&more[1], false));
+    }
+
+    #[test]
+    fn downgrade_read_node_sorts_at_its_write_node() {
+        let guid = Uuid::parse_str("53345f98-9423-4e0c-a7b5-9f819e3ec2e1").unwrap();
+        let write = "_c_ffffffff-9423-4e0c-a7b5-9f819e3ec2e1-__WRIT__0000000005";
+        let read = downgrade_node_name(&guid, write).unwrap();
+        assert_eq!(
+            read,
+            "_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1-__READ__0000000005"
+        );
+        assert!(is_protected(&read));
+        assert_eq!(sequence_of(&read), Some(5));
+        assert_eq!(intent_of(&read), Intent::Read);
+        assert_eq!(downgrade_node_name(&guid, "no-sequence"), None);
+        assert_eq!(sequence_suffix("x-lock--000000012"), Some("-000000012"));
+        assert_eq!(sequence_suffix("lock-00000000x1"), None);
+    }
+
+    #[test]
+    fn downgrade_ties_order_by_name_and_block_a_queued_writer_twice() {
+        // Both orders of the tie: the read node's guid sorts before or after the write node's.
+        for (read, write) in [
+            ("_c_a-__READ__0000000005", "_c_b-__WRIT__0000000005"),
+            ("_c_b-__READ__0000000005", "_c_a-__WRIT__0000000005"),
+        ] {
+            let writer = "_c_c-__WRIT__0000000006";
+            let reader = "_c_d-__READ__0000000007";
+            let children = names(&[writer, read, reader, write]);
+            let q = queue(&children);
+            let order: Vec<&str> = q.iter().map(|c| c.name.as_str()).collect();
+            let (first, second) = if read < write {
+                (read, write)
+            } else {
+                (write, read)
+            };
+            assert_eq!(order, vec![first, second, writer, reader]);
+
+            // The downgrader's read holds once its own write node is set aside (the
+            // `ignore` of the acquisition), wherever the tie put it.
+            let mine: Vec<Contender> = q.iter().filter(|c| c.name != write).cloned().collect();
+            assert_eq!(position(&mine, read, Intent::Read), Position::Acquired);
+            // Without setting it aside, the read would wait for its own write node whenever
+            // that sorts first: the acquisition must ignore it.
+            if write < read {
+                assert_eq!(
+                    position(&q, read, Intent::Read),
+                    Position::WaitFor {
+                        node: write.to_owned(),
+                        only: true
+                    }
+                );
+            }
+
+            // The queued writer waits for both tied nodes: it watches the later one and,
+            // not being told `only`, lists again when it goes.
+            assert_eq!(
+                position(&q, writer, Intent::Write),
+                Position::WaitFor {
+                    node: second.to_owned(),
+                    only: false
+                }
+            );
+            for gone in [write, read] {
+                let left: Vec<Contender> = q.iter().filter(|c| c.name != gone).cloned().collect();
+                let other = if gone == write { read } else { write };
+                assert_eq!(
+                    position(&left, writer, Intent::Write),
+                    Position::WaitFor {
+                        node: other.to_owned(),
+                        only: other.contains(READ_LOCK_NAME)
+                    },
+                    "{gone} released first"
+                );
+            }
+            // A later reader waits only for the writers ahead of it, not the read node.
+            assert_eq!(
+                position(&q, reader, Intent::Read),
+                Position::WaitFor {
+                    node: writer.to_owned(),
+                    only: false
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn a_writer_behind_a_write_node_is_never_told_only() {
+        // Its owner may still add a downgrade read node at the same sequence.
+        let children = names(&["_c_a-__WRIT__0000000001", "_c_b-__WRIT__0000000002"]);
+        let q = queue(&children);
+        assert_eq!(
+            position(&q, &children[1], Intent::Write),
+            Position::WaitFor {
+                node: children[0].clone(),
+                only: false
+            }
+        );
+        // Readers are not blocked by read nodes, so for them it stays exact.
+        let children = names(&["_c_a-__WRIT__0000000001", "_c_b-__READ__0000000002"]);
+        let q = queue(&children);
+        assert_eq!(
+            position(&q, &children[1], Intent::Read),
+            Position::WaitFor {
+                node: children[0].clone(),
+                only: true
+            }
+        );
+        // A writer behind a reader, or a mutex waiter behind its predecessor, keeps `only`.
+        let children = names(&["_c_a-__READ__0000000001", "_c_b-__WRIT__0000000002"]);
+        let q = queue(&children);
+        assert_eq!(
+            position(&q, &children[1], Intent::Write),
+            Position::WaitFor {
+                node: children[0].clone(),
+                only: true
+            }
+        );
     }
 
     #[test]

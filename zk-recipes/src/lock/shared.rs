@@ -18,8 +18,18 @@ use crate::error::Result;
 /// most the writer right behind it). Curator's readers watch the lowest write node instead,
 /// which is equally safe.
 ///
-/// The owner of the write lock may also take the read lock (a downgrade): its own write node
-/// does not block its read. Both sides are re-entrant per task, like [`FairLock`].
+/// The owner of the write lock may also take the read lock (a downgrade): the read node is
+/// then a plain ephemeral node named with the write node's sequence number
+/// (`_c_<uuid>-__READ__<write seq>`), so it sorts at the write node's position and holds at
+/// once, as in Curator 5.5.0+ (CURATOR-621). A writer queued behind the write node waits for
+/// both nodes; releasing the write lock first leaves the read lock held (the downgrade is
+/// complete). Both sides are re-entrant per task, like [`FairLock`].
+///
+/// Curator before 5.5.0 (Debian's 5.4.0, for one) creates a downgrade's read node as a
+/// sequential node at the end of the queue. A writer queued between its write node and
+/// that read node, Curator's or ours, then gets the lock as soon as the write node goes,
+/// while that process still holds its read lock: the old Curator's own bug, which no
+/// contender can reliably detect from the node layout.
 ///
 /// # Example
 ///

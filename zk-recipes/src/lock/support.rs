@@ -11,6 +11,7 @@ use tracing::{debug, warn};
 use zk_client::{Client, CreateMode, CreateOptions, SessionState};
 
 use crate::error::{Error, LossReason, Result};
+use crate::guard::Released;
 
 /// Upper bound on the attempts of a background delete (each waits for a reconnect first).
 const CLEANUP_ATTEMPTS: usize = 1_000;
@@ -79,16 +80,31 @@ pub(crate) async fn ensure_containers(client: &Client, path: &str) -> Result<()>
 
 /// Deletes `path`, retrying through connection losses until it is gone or the session ended
 /// (then the ephemeral node is gone anyway). Curator calls this a guaranteed delete.
-pub(crate) async fn delete_guaranteed(client: &Client, path: &str) -> Result<()> {
+///
+/// Says who removed the node: [`Released::Deleted`] (we did; also when a delete whose
+/// reply was lost with the connection is followed by `NoNode`, since that first delete
+/// most likely applied), or [`Released::AlreadyGone`] (`NodeDeleted`: it was not there;
+/// `SessionEnded`: the session ended first, and took the node).
+pub(crate) async fn delete_guaranteed(client: &Client, path: &str) -> Result<Released> {
+    let mut maybe_applied = false;
     for _ in 0..CLEANUP_ATTEMPTS {
         match client.delete(path, None).await {
-            Ok(()) | Err(zk_client::Error::NoNode) => return Ok(()),
-            Err(e) if e.is_connection_loss() => match wait_connected(client).await {
-                Ok(()) => continue,
-                Err(Error::LockLost(LossReason::SessionEnded)) => return Ok(()),
-                Err(e) => return Err(e),
-            },
-            Err(zk_client::Error::SessionExpired) | Err(zk_client::Error::Closed) => return Ok(()),
+            Ok(()) => return Ok(Released::Deleted),
+            Err(zk_client::Error::NoNode) if maybe_applied => return Ok(Released::Deleted),
+            Err(zk_client::Error::NoNode) => {
+                return Ok(Released::AlreadyGone(LossReason::NodeDeleted))
+            }
+            Err(e) if e.is_connection_loss() => {
+                maybe_applied = true;
+                match wait_connected(client).await {
+                    Ok(()) => continue,
+                    Err(Error::LockLost(reason)) => return Ok(Released::AlreadyGone(reason)),
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(e) if e.is_terminal() => {
+                return Ok(Released::AlreadyGone(LossReason::SessionEnded))
+            }
             Err(e) => return Err(e.into()),
         }
     }

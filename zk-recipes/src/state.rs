@@ -1,0 +1,445 @@
+//! What the holder of a lock can know about it: [`LockState`], how it is decided, the monitor
+//! that publishes it, and [`LockTransitions`], the record of every change.
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+use std::time::Duration;
+
+use tokio::sync::{broadcast, watch};
+use tokio_util::sync::ReusableBoxFuture;
+use zk_client::{Client, SessionState};
+
+use crate::error::LossReason;
+
+/// What the holder of a lock can know about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockState {
+    /// Held: our node was seen on the connection the client has now, and the client is
+    /// connected (read/write).
+    Held,
+    /// The connection is lost, or was lost since our node was last seen: the lock may still
+    /// be ours (the session may live on) or may already be someone else's (if the session
+    /// expired in the meantime). A holder must stop work that needs the lock until the state
+    /// is `Held` again.
+    Suspended,
+    /// Certainly not ours any more: the session ended or the node was deleted. Terminal.
+    Lost(LossReason),
+}
+
+/// How many transitions a [`LockTransitions`] may fall behind before it skips to the latest
+/// state (the same bound as the client's session `StateWatcher`).
+const HISTORY: usize = 64;
+
+/// Pause before the monitor asks again after an unexpected server error.
+const RETRY_PAUSE: Duration = Duration::from_millis(200);
+
+/// The state of one hold as published by its monitor, shared by the hold, its monitor and
+/// the receivers handed out.
+pub(crate) struct Published {
+    /// The latest published state (what [`crate::LockGuard::state_watcher`] follows).
+    latest: watch::Sender<LockState>,
+    /// Every published change, in order, with bounded history.
+    transitions: broadcast::Sender<LockState>,
+    /// The client's connection epoch when our node was last seen to exist: captured before
+    /// the request that showed it (so a reply that came on a later connection only makes us
+    /// more cautious, never less).
+    confirmed_epoch: AtomicU64,
+}
+
+impl Published {
+    /// A hold just acquired: `Held`, its node seen at connection epoch `epoch`.
+    pub(crate) fn new(epoch: u64) -> Arc<Published> {
+        Arc::new(Published {
+            latest: watch::Sender::new(LockState::Held),
+            transitions: broadcast::Sender::new(HISTORY),
+            confirmed_epoch: AtomicU64::new(epoch),
+        })
+    }
+
+    /// Publishes `next` if it differs from the latest state. Only the monitor publishes, so
+    /// the watch and the broadcast see the same order.
+    fn publish(&self, next: LockState) {
+        let changed = self.latest.send_if_modified(|s| {
+            if *s == next {
+                false
+            } else {
+                *s = next;
+                true
+            }
+        });
+        if changed {
+            // No receiver is fine: nobody follows the transitions.
+            let _ = self.transitions.send(next);
+        }
+    }
+
+    /// Publishes what is known now, before the monitor starts (it is then the only one to
+    /// publish).
+    pub(crate) fn publish_initial(&self, client: &Client) {
+        self.publish(self.current(client));
+    }
+
+    /// Records that our node was seen on the connection of `epoch`. Called before the
+    /// `Held` it justifies is published.
+    fn confirm(&self, epoch: u64) {
+        self.confirmed_epoch.store(epoch, Ordering::Release);
+    }
+
+    /// What is known now about the hold, for `client` (see [`decide`]).
+    pub(crate) fn current(&self, client: &Client) -> LockState {
+        let published = *self.latest.borrow();
+        // The session state first, then the epoch: `Connected` and an unchanged epoch read
+        // after it mean the connection of that moment is the one the node was seen on.
+        let session = client.state();
+        let epoch = client.connection_epoch();
+        let confirmed = self.confirmed_epoch.load(Ordering::Acquire);
+        decide(published, session, epoch, confirmed)
+    }
+
+    /// A receiver of the latest state.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<LockState> {
+        self.latest.subscribe()
+    }
+
+    /// A receiver of every change from now on.
+    pub(crate) fn transitions(&self) -> LockTransitions {
+        // Subscribed before reading the state: a change in between is both queued and
+        // included in `last`, and the queued copy is skipped as no change.
+        let rx = self.transitions.subscribe();
+        let latest = self.latest.subscribe();
+        let last = *latest.borrow();
+        LockTransitions {
+            next: ReusableBoxFuture::new(recv(rx)),
+            latest,
+            last,
+            owed: None,
+            done: matches!(last, LockState::Lost(_)),
+        }
+    }
+}
+
+/// The state a holder is told, from the monitor's latest verdict (`published`), the
+/// session's state, the client's connection epoch now and the epoch at which our node was
+/// last seen (`confirmed`).
+///
+/// `Held` only while the client is connected read/write on the very connection the node was
+/// last seen on: after any disconnection, however short, the node may have been deleted or
+/// the session may have moved on without a watcher having told us, so it is `Suspended`
+/// until the node has been seen again. `Lost` is final; a terminal session is `Lost` at once,
+/// whatever the monitor has published yet.
+pub(crate) fn decide(
+    published: LockState,
+    session: SessionState,
+    epoch: u64,
+    confirmed: u64,
+) -> LockState {
+    match published {
+        LockState::Lost(_) => published,
+        _ if session.is_terminal() => LockState::Lost(LossReason::SessionEnded),
+        _ if session != SessionState::Connected => LockState::Suspended,
+        _ if epoch != confirmed => LockState::Suspended,
+        _ => published,
+    }
+}
+
+/// Watches the session and our node; publishes what the holder can know.
+///
+/// Driven by the client's ordered session transitions, so even a disconnection that lasts
+/// a millisecond (a fast failover) is published as `Suspended`; `Held` comes back only after
+/// the node has been seen again on the reconnected session. A disconnection that happened
+/// before the monitor started (or that its session watcher skipped) shows as a changed
+/// connection epoch, and is published the same way.
+pub(crate) async fn monitor(client: Client, path: String, out: Arc<Published>) {
+    let mut states = client.state_watcher();
+    let mut state = states.current();
+    let mut watcher = None;
+    // Each turn waits for a session transition or a node event; the task is aborted on release.
+    loop {
+        if state.is_terminal() {
+            out.publish(LockState::Lost(LossReason::SessionEnded));
+            return;
+        }
+        if state != SessionState::Connected {
+            out.publish(LockState::Suspended);
+        } else {
+            // Captured before the request that will show the node (see `Published`).
+            let epoch = client.connection_epoch();
+            let stale = epoch != out.confirmed_epoch.load(Ordering::Acquire);
+            if stale {
+                // The connection dropped since the node was last seen.
+                out.publish(LockState::Suspended);
+            }
+            if watcher.is_none() || stale || *out.latest.borrow() != LockState::Held {
+                // Arm the node watch (first turn, or after it fired), or confirm the node
+                // after a suspension (the watch itself survives reconnects).
+                let seen = if watcher.is_none() {
+                    client.exists_watch(&path).await.map(|(stat, w)| {
+                        watcher = Some(Box::pin(w));
+                        stat
+                    })
+                } else {
+                    client.exists(&path).await
+                };
+                match seen {
+                    Ok(Some(_)) => {
+                        out.confirm(epoch);
+                        out.publish(LockState::Held);
+                    }
+                    Ok(None) => {
+                        out.publish(LockState::Lost(LossReason::NodeDeleted));
+                        return;
+                    }
+                    // The transition that explains it is queued for `changed` below.
+                    Err(e) if e.is_connection_loss() => {}
+                    Err(e) if e.is_terminal() => {
+                        out.publish(LockState::Lost(LossReason::SessionEnded));
+                        return;
+                    }
+                    // Anything else (say, a server error): retry at a modest pace.
+                    Err(_) => {
+                        tokio::time::sleep(RETRY_PAUSE).await;
+                        continue;
+                    }
+                }
+            }
+        }
+        let node_event = async {
+            match watcher.as_mut() {
+                Some(w) => w.await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            event = node_event => {
+                watcher = None;
+                if let Ok(e) = event {
+                    if e.event_type == zk_client::EventType::NodeDeleted {
+                        out.publish(LockState::Lost(LossReason::NodeDeleted));
+                        return;
+                    }
+                }
+            }
+            next = states.changed() => state = next,
+        }
+    }
+}
+
+type Received = (
+    Result<LockState, broadcast::error::RecvError>,
+    broadcast::Receiver<LockState>,
+);
+
+async fn recv(mut rx: broadcast::Receiver<LockState>) -> Received {
+    let result = rx.recv().await;
+    (result, rx)
+}
+
+/// Every change of a lock's state, in order: `Held` → `Suspended` → `Held` → ... and
+/// finally `Lost`. Obtained from [`LockGuard::transitions`](crate::LockGuard::transitions).
+///
+/// Unlike [`LockGuard::state_watcher`](crate::LockGuard::state_watcher), which keeps only the
+/// latest state, a disconnection that is over before the receiver looks is still reported
+/// as `Suspended` followed by `Held`. It reports the changes made after it was created
+/// (ask [`LockGuard::state`](crate::LockGuard::state) for the state then). If it falls more
+/// than 64 changes behind, it skips to the latest state, still reporting a `Suspended`
+/// before a `Held` when changes were skipped, so no suspension goes unreported.
+///
+/// Also a [`futures_core::Stream`] of the same items.
+///
+/// ```no_run
+/// # async fn f(guard: zk_recipes::LockGuard) {
+/// use zk_recipes::LockState;
+/// let mut transitions = guard.transitions();
+/// while let Some(state) = transitions.changed().await {
+///     match state {
+///         LockState::Suspended => println!("pause the work: the lock may be lost"),
+///         LockState::Held => println!("resume: the node was seen again"),
+///         LockState::Lost(reason) => println!("abandon the work: {reason}"),
+///     }
+/// }
+/// # }
+/// ```
+pub struct LockTransitions {
+    next: ReusableBoxFuture<'static, Received>,
+    latest: watch::Receiver<LockState>,
+    last: LockState,
+    /// A change to report before receiving more (the `Held` after a reported lag).
+    owed: Option<LockState>,
+    done: bool,
+}
+
+impl std::fmt::Debug for LockTransitions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockTransitions")
+            .field("last", &self.last)
+            .field("done", &self.done)
+            .finish()
+    }
+}
+
+impl LockTransitions {
+    /// Waits for the next change and returns the new state.
+    ///
+    /// `None` once no change can follow: after `Lost` has been returned (or if the lock was
+    /// already lost when this receiver was made), or when the hold has ended (every guard
+    /// released or dropped).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a change is never lost by dropping this future; the next call returns it.
+    pub async fn changed(&mut self) -> Option<LockState> {
+        std::future::poll_fn(|cx| self.poll_changed(cx)).await
+    }
+
+    /// The state last returned by [`changed`](Self::changed) (at first, the state when this
+    /// receiver was made).
+    pub fn last(&self) -> LockState {
+        self.last
+    }
+
+    /// Polls for the next change (the `Stream` implementation uses this).
+    pub fn poll_changed(&mut self, cx: &mut Context<'_>) -> Poll<Option<LockState>> {
+        loop {
+            if let Some(state) = self.owed.take() {
+                return Poll::Ready(Some(self.report(state)));
+            }
+            if self.done {
+                return Poll::Ready(None);
+            }
+            let (result, mut rx) = ready!(self.next.poll(cx));
+            let state = match result {
+                Ok(state) => state,
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    // Start again from the tail (the retained changes are older than the
+                    // latest state), then read the latest: a change in between is both.
+                    rx = rx.resubscribe();
+                    let latest = *self.latest.borrow();
+                    if latest == LockState::Held && self.last != LockState::Suspended {
+                        // Changes were missed and it is `Held` again: the missed ones
+                        // included a suspension (`Lost` is final). Report it, then `Held`.
+                        self.owed = Some(LockState::Held);
+                        LockState::Suspended
+                    } else {
+                        latest
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => {
+                    // The monitor and the hold are gone: the hold ended. Its last state may
+                    // still be a change for us (published after we last looked).
+                    self.done = true;
+                    *self.latest.borrow()
+                }
+            };
+            self.next.set(recv(rx));
+            if state != self.last {
+                return Poll::Ready(Some(self.report(state)));
+            }
+        }
+    }
+
+    /// Records `state` as returned.
+    fn report(&mut self, state: LockState) -> LockState {
+        self.last = state;
+        self.done |= matches!(state, LockState::Lost(_));
+        state
+    }
+}
+
+impl futures_core::Stream for LockTransitions {
+    type Item = LockState;
+
+    /// Yields every change; ends after `Lost`, or when the hold ended.
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<LockState>> {
+        self.poll_changed(cx)
+    }
+}
+
+// A `LockTransitions` moves between tasks and sits in `select!`s.
+const _: fn() = || {
+    fn assert_send_unpin<T: Send + Sync + Unpin>() {}
+    assert_send_unpin::<LockTransitions>();
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HELD: LockState = LockState::Held;
+    const SUSPENDED: LockState = LockState::Suspended;
+    const DELETED: LockState = LockState::Lost(LossReason::NodeDeleted);
+    const ENDED: LockState = LockState::Lost(LossReason::SessionEnded);
+
+    #[test]
+    fn held_only_on_the_connection_the_node_was_seen_on() {
+        use SessionState::*;
+        // Connected on the same connection: the monitor's verdict stands.
+        assert_eq!(decide(HELD, Connected, 3, 3), HELD);
+        assert_eq!(decide(SUSPENDED, Connected, 3, 3), SUSPENDED);
+        // Reconnected since the node was seen, monitor not caught up yet: never Held.
+        assert_eq!(decide(HELD, Connected, 4, 3), SUSPENDED);
+        assert_eq!(decide(HELD, Connected, 7, 3), SUSPENDED);
+        // Not connected read/write: suspended, whatever was published.
+        for session in [Disconnected, Connecting, ConnectedReadOnly] {
+            assert_eq!(decide(HELD, session, 3, 3), SUSPENDED, "{session:?}");
+        }
+        // A session that ended is Lost at once; Lost stays Lost.
+        for session in [Expired, Closed, AuthFailed] {
+            assert_eq!(decide(HELD, session, 3, 3), ENDED, "{session:?}");
+            assert_eq!(decide(DELETED, session, 3, 3), DELETED, "{session:?}");
+        }
+        assert_eq!(decide(DELETED, Connected, 3, 3), DELETED);
+        assert_eq!(decide(ENDED, Connected, 4, 3), ENDED);
+    }
+
+    #[tokio::test]
+    async fn transitions_keep_every_change_in_order() {
+        let published = Published::new(1);
+        let mut watcher = published.subscribe();
+        let mut transitions = published.transitions();
+        assert_eq!(transitions.last(), HELD);
+        // A blip the latest-value channel can coalesce: it ends where it started.
+        published.publish(SUSPENDED);
+        published.publish(HELD);
+        published.publish(HELD); // no change, not reported
+        assert!(watcher.has_changed().unwrap());
+        assert_eq!(*watcher.borrow_and_update(), HELD);
+        assert_eq!(transitions.changed().await, Some(SUSPENDED));
+        assert_eq!(transitions.changed().await, Some(HELD));
+        published.publish(DELETED);
+        assert_eq!(transitions.changed().await, Some(DELETED));
+        assert_eq!(transitions.changed().await, None);
+        // Made after the loss: nothing can follow.
+        assert_eq!(published.transitions().changed().await, None);
+    }
+
+    #[tokio::test]
+    async fn transitions_end_with_the_hold_and_skip_ahead_when_far_behind() {
+        let published = Published::new(1);
+        let mut transitions = published.transitions();
+        for _ in 0..HISTORY {
+            published.publish(SUSPENDED);
+            published.publish(HELD);
+        }
+        // Lagged while Held again: the skipped suspension is still reported, then Held,
+        // and nothing stale after that.
+        assert_eq!(transitions.changed().await, Some(SUSPENDED));
+        assert_eq!(transitions.changed().await, Some(HELD));
+        published.publish(SUSPENDED);
+        assert_eq!(transitions.changed().await, Some(SUSPENDED));
+        // Lagged while Suspended: skip to it (already reported as the last state).
+        for _ in 0..HISTORY {
+            published.publish(HELD);
+            published.publish(SUSPENDED);
+        }
+        published.publish(HELD);
+        assert_eq!(transitions.changed().await, Some(HELD));
+        published.publish(SUSPENDED);
+        drop(published);
+        // The last change before the hold ended is still reported, then the end.
+        assert_eq!(transitions.changed().await, Some(SUSPENDED));
+        assert_eq!(transitions.changed().await, None);
+        assert_eq!(transitions.changed().await, None);
+    }
+}

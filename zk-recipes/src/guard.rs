@@ -43,18 +43,24 @@ pub(crate) struct Hold {
     /// The loss monitor, started the first time the state is observed.
     monitor: OnceLock<tokio::task::AbortHandle>,
     hook: Mutex<Option<ReleaseHook>>,
+    /// The path is the lock's own and the next holder creates its node there too (the
+    /// exclusive lock): "a node at the path" is not "our node", so deletes and fences check
+    /// the czxid. Queue nodes have unique names and need no such check.
+    reused_path: bool,
 }
 
 impl Hold {
     /// A freshly acquired node, seen at the head of its queue on the connection of `epoch`
     /// (the client's [`connection_epoch`](Client::connection_epoch) read before the request
-    /// that showed it). Nothing watches it until its state is first observed.
+    /// that showed it). Nothing watches it until its state is first observed. `reused_path`:
+    /// see the field.
     pub(crate) fn new(
         client: Client,
         path: String,
         stat: Stat,
         epoch: u64,
         hook: ReleaseHook,
+        reused_path: bool,
     ) -> Arc<Hold> {
         Arc::new(Hold {
             client,
@@ -64,6 +70,7 @@ impl Hold {
             state: Published::new(epoch),
             monitor: OnceLock::new(),
             hook: Mutex::new(Some(hook)),
+            reused_path,
         })
     }
 
@@ -138,15 +145,36 @@ impl Hold {
             let removal = self
                 .client
                 .remove_watches(&self.path, zk_client::WatcherType::Data);
-            let deleted = delete_guaranteed(&self.client, &self.path).await;
+            let deleted = delete_guaranteed(&self.client, &self.path, self.owner()).await;
             let _ = removal.await;
             deleted
         } else {
-            delete_guaranteed(&self.client, &self.path).await
+            delete_guaranteed(&self.client, &self.path, self.owner()).await
         };
         debug!(path = %self.path, "lock released");
         self.run_hook();
         result
+    }
+
+    /// The czxid our node must have for a delete or a fence, on a reused path.
+    fn owner(&self) -> Option<i64> {
+        self.reused_path.then_some(self.stat.czxid)
+    }
+
+    /// The check a fenced write starts with: our node exists, and on a reused path it is
+    /// still the one we created (same czxid) at the version seen now. On a reused path this
+    /// reads the node first: a node deleted and re-created by the next holder within that one
+    /// round trip, at the same version, is the case no ZooKeeper operation can tell apart.
+    async fn fence(&self) -> Result<Op> {
+        if !self.reused_path {
+            return Ok(Op::check(&self.path, None));
+        }
+        match self.client.exists(&self.path).await? {
+            Some(stat) if stat.czxid == self.stat.czxid => {
+                Ok(Op::check(&self.path, Some(stat.version)))
+            }
+            _ => Err(Error::LockLost(LossReason::NodeDeleted)),
+        }
     }
 
     fn run_hook(&self) {
@@ -314,11 +342,20 @@ impl LockGuard {
     /// The client never re-sends a request after a connection loss or on another session, so a
     /// fenced write cannot land after the lock has passed on.
     ///
+    /// For an [`ExclusiveLock`](crate::ExclusiveLock), whose every holder creates its node at
+    /// the same path, "a node exists" is not enough: the fence first reads the node and goes
+    /// ahead only if it is still the one this guard created (same czxid), checking its version
+    /// in the transaction. That costs one more round trip, and leaves one case no ZooKeeper
+    /// operation can tell apart: our node deleted by someone else *and* re-created by the next
+    /// holder, at the same version, within that round trip. Queue locks ([`FairLock`](crate::FairLock),
+    /// [`ReadWriteLock`](crate::ReadWriteLock)) have unique node names and need neither.
+    ///
     /// Returns the results of `ops` (the check's own result removed), one per op, in order.
     ///
     /// # Errors
     ///
-    /// [`Error::LockLost`] without sending anything once the loss is known;
+    /// [`Error::LockLost`] without sending anything once the loss is known (or, for an
+    /// exclusive lock, when the node at its path is no longer ours);
     /// [`Error::Client`] with `Multi { index: 0, .. }` when the check failed (the node is
     /// gone), with `Multi { index: i + 1, .. }` when `ops[i]` failed, with the client's
     /// session errors, and with `Protocol` when the server's reply does not have one result
@@ -328,7 +365,7 @@ impl LockGuard {
             return Err(Error::LockLost(reason));
         }
         let mut all = Vec::with_capacity(ops.len() + 1);
-        all.push(Op::check(&self.hold.path, None));
+        all.push(self.hold.fence().await?);
         all.extend_from_slice(ops);
         let results = self.hold.client.multi(&all).await?;
         without_check(results, ops.len())

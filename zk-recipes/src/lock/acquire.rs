@@ -108,7 +108,8 @@ pub(crate) async fn acquire(
             // process does not queue behind its own leftover.
             if let Some(name) = attempt.node.take() {
                 attempt.armed = false;
-                super::support::delete_guaranteed(client, &format!("{}/{name}", spec.base)).await?;
+                super::support::delete_guaranteed(client, &format!("{}/{name}", spec.base), None)
+                    .await?;
             }
         }
         Err(_) => {}

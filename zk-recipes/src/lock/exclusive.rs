@@ -130,7 +130,15 @@ impl ExclusiveLock {
         };
         let hook = Box::new(move || drop(permit));
         Ok(Some(
-            Hold::new(self.client.clone(), self.path.clone(), stat, epoch, hook).into_guard(),
+            Hold::new(
+                self.client.clone(),
+                self.path.clone(),
+                stat,
+                epoch,
+                hook,
+                true,
+            )
+            .into_guard(),
         ))
     }
 
@@ -222,9 +230,9 @@ impl Drop for Cleanup {
         let data = Bytes::from(self.guid.hyphenated().to_string());
         handle.spawn(async move {
             // Requests are ordered at call time, so this read sees any create we had sent.
-            if let Ok((held_by, _)) = client.get_data(&path).await {
+            if let Ok((held_by, stat)) = client.get_data(&path).await {
                 if held_by == data {
-                    let _ = delete_guaranteed(&client, &path).await;
+                    let _ = delete_guaranteed(&client, &path, Some(stat.czxid)).await;
                 }
             }
         });

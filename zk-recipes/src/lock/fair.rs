@@ -237,6 +237,7 @@ impl FairLock {
             acquired.stat,
             acquired.epoch,
             hook,
+            false,
         );
         if let Ok(mut h) = self.inner.holder.lock() {
             *h = Some((Owner::current(), Arc::downgrade(&hold)));

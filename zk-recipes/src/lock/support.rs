@@ -85,11 +85,34 @@ pub(crate) async fn ensure_containers(client: &Client, path: &str) -> Result<()>
 /// reply was lost with the connection is followed by `NoNode`, since that first delete
 /// most likely applied), or [`Released::AlreadyGone`] (`NodeDeleted`: it was not there;
 /// `SessionEnded`: the session ended first, and took the node).
-pub(crate) async fn delete_guaranteed(client: &Client, path: &str) -> Result<Released> {
+///
+/// `owner` is for a path that other holders reuse (the exclusive lock's): the czxid of the node
+/// we created there. Each attempt then first checks that the node at `path` is still that one
+/// and deletes it only at the version seen, so neither a delete retried after a lost reply
+/// (the first one applied, and the next holder has created the node since) nor one after
+/// someone else deleted ours removes the next holder's node.
+pub(crate) async fn delete_guaranteed(
+    client: &Client,
+    path: &str,
+    owner: Option<i64>,
+) -> Result<Released> {
     let mut maybe_applied = false;
     for _ in 0..CLEANUP_ATTEMPTS {
-        match client.delete(path, None).await {
+        let attempt = match owner {
+            None => client.delete(path, None).await,
+            Some(czxid) => match client.exists(path).await {
+                Ok(Some(stat)) if stat.czxid == czxid => {
+                    client.delete(path, Some(stat.version)).await
+                }
+                // Not our node (any more): ours is gone.
+                Ok(_) => Err(zk_client::Error::NoNode),
+                Err(e) => Err(e),
+            },
+        };
+        match attempt {
             Ok(()) => return Ok(Released::Deleted),
+            // Our node changed between the check and the delete: look again.
+            Err(zk_client::Error::BadVersion) if owner.is_some() => continue,
             Err(zk_client::Error::NoNode) if maybe_applied => return Ok(Released::Deleted),
             Err(zk_client::Error::NoNode) => {
                 return Ok(Released::AlreadyGone(LossReason::NodeDeleted))
@@ -126,7 +149,7 @@ pub(crate) fn spawn_cleanup(client: Client, base: String, guid: uuid::Uuid, node
                 None => find_own(&client, &base, &guid).await?,
             };
             if let Some(name) = name {
-                delete_guaranteed(&client, &format!("{base}/{name}")).await?;
+                delete_guaranteed(&client, &format!("{base}/{name}"), None).await?;
                 debug!(%base, %name, "removed abandoned lock node");
             }
             Ok::<_, Error>(())

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every zk-proto fuzz target for a bounded time on the committed seed corpus.
+# Runs every fuzz target (zk-proto's codec, zk-client's session core) for a bounded time on
+# the committed seed corpus.
 #
 #   FUZZ_SECONDS   seconds per target (default 60)
 #   FUZZ_TARGETS   space-separated targets (default: all of fuzz/Cargo.toml)
@@ -12,7 +13,7 @@ set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${FUZZ_SECONDS:-60}"
-targets="${FUZZ_TARGETS:-frame reply request roundtrip}"
+targets="${FUZZ_TARGETS:-frame reply request roundtrip session}"
 export RUSTC_BOOTSTRAP=1
 
 if ! command -v c++ >/dev/null 2>&1; then

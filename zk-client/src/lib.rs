@@ -158,6 +158,9 @@ mod driver;
 mod error;
 mod event;
 mod event_queue;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 mod hosts;
 mod path;
 mod session;

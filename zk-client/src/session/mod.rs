@@ -211,6 +211,15 @@ impl Session {
         }
     }
 
+    /// Starts from an existing session (id and password from its previous owner) instead of
+    /// asking for a new one.
+    pub(crate) fn resume(&mut self, session_id: i64, password: Bytes) {
+        self.session_id = session_id;
+        self.password = password;
+        // Only a read/write server's session id is ever handed out to be resumed.
+        self.seen_rw = true;
+    }
+
     // ===== getters =====
 
     pub(crate) fn state(&self) -> SessionState {
@@ -258,7 +267,7 @@ impl Session {
     }
 
     /// Requests not yet written.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn queued(&self) -> usize {
         self.waiting.len()
     }

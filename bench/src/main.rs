@@ -320,7 +320,7 @@ async fn run(args: &Args) -> Res<()> {
 
     let outcome = measure_all(args, &ctx).await;
 
-    let _ = tokio::time::timeout(Duration::from_secs(30), remove_tree(&admin, &ctx.root)).await;
+    let _ = tokio::time::timeout(Duration::from_secs(30), admin.delete_all(&ctx.root)).await;
     let _ = admin.close().await;
     drop(server);
     let mut report = outcome?;
@@ -535,29 +535,6 @@ fn order(args: &Args, n: usize) -> Vec<Which> {
 /// Lets the server settle (session closes, background deletes) between runs.
 async fn pause() {
     tokio::time::sleep(Duration::from_millis(300)).await;
-}
-
-/// Deletes `path` and everything below it (depth first), best effort.
-async fn remove_tree(client: &zk_client::Client, path: &str) -> Res<()> {
-    let mut stack = vec![(path.to_string(), false)];
-    let mut budget = 100_000;
-    while let Some((p, expanded)) = stack.pop() {
-        budget -= 1;
-        if budget == 0 {
-            break;
-        }
-        if expanded {
-            let _ = client.delete(&p, None).await;
-            continue;
-        }
-        stack.push((p.clone(), true));
-        if let Ok((children, _)) = client.get_children(&p).await {
-            for c in children {
-                stack.push((format!("{p}/{c}"), false));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Runs this binary again with `--mem-child`: a fresh process, so neither client's freed

@@ -80,7 +80,7 @@ async fn main() {
     let target = Target { hosts, root };
 
     let outcome = tokio::time::timeout(Duration::from_secs(120), scenes::run_all(&target)).await;
-    scenes::remove_tree(&admin, &target.root).await;
+    let _ = admin.delete_all(&target.root).await;
     let _ = admin.close().await;
     match outcome {
         Ok(Ok(())) => println!(

@@ -247,21 +247,3 @@ async fn expiry(t: &Target) -> Result<()> {
     g.release().await.map_err(|e| fail("release", e))?;
     Ok(())
 }
-
-/// Deletes `root` and everything below it, best effort.
-pub(crate) async fn remove_tree(client: &Client, root: &str) {
-    let mut stack = vec![root.to_owned()];
-    let mut order = Vec::new();
-    while let Some(path) = stack.pop() {
-        if let Ok((children, _)) = client.get_children(&path).await {
-            stack.extend(children.into_iter().map(|c| format!("{path}/{c}")));
-        }
-        order.push(path);
-        if order.len() > 10_000 {
-            break;
-        }
-    }
-    for path in order.iter().rev() {
-        let _ = client.delete(path, None).await;
-    }
-}

@@ -45,6 +45,7 @@ pub struct ClientBuilder {
     pub(crate) max_request_len: usize,
     pub(crate) request_timeout: Option<Duration>,
     pub(crate) watch_buffer: usize,
+    pub(crate) resume: Option<(i64, bytes::Bytes)>,
 }
 
 impl ClientBuilder {
@@ -63,6 +64,7 @@ impl ClientBuilder {
             max_request_len: zk_proto::SERVER_MAX_BUFFER,
             request_timeout: None,
             watch_buffer: DEFAULT_WATCH_BUFFER,
+            resume: None,
         }
     }
 
@@ -211,6 +213,30 @@ impl ClientBuilder {
     /// ```
     pub fn batch_reads(mut self, yes: bool) -> Self {
         self.batch_reads = yes;
+        self
+    }
+
+    /// Resumes an existing session instead of opening a new one (the Java client's
+    /// constructor with a session id and password): for a process that takes over the
+    /// session of another, e.g. across a restart, keeping its ephemeral nodes and locks.
+    /// Take the values from [`Client::session_id`] and [`Client::session_password`].
+    ///
+    /// The session must still be alive: [`connect`](Self::connect) fails with
+    /// `SessionExpired` when the server says it expired. The previous owner must not use
+    /// the session any more, and must not close it: dropping a [`Client`] closes its session,
+    /// so the handing-over process exits (or is killed) without dropping its client.
+    ///
+    /// ```no_run
+    /// # async fn f(id: i64, password: Vec<u8>) -> zk_client::Result<()> {
+    /// let client = zk_client::Client::builder("127.0.0.1:2181")
+    ///     .session(id, &password)
+    ///     .connect()
+    ///     .await?;
+    /// assert_eq!(client.session_id(), id);
+    /// # Ok(()) }
+    /// ```
+    pub fn session(mut self, id: i64, password: &[u8]) -> Self {
+        self.resume = Some((id, bytes::Bytes::copy_from_slice(password)));
         self
     }
 

@@ -19,7 +19,10 @@ use crate::state::{SessionInfo, SessionState, STATE_HISTORY};
 pub(crate) async fn connect(b: ClientBuilder) -> Result<Client> {
     let (hosts, chroot) = parse_connect_string(&b.connect_string)?;
     let hosts = HostList::new(hosts);
-    let session = Session::new(session_config(&b, chroot.clone(), hosts.len()), now());
+    let mut session = Session::new(session_config(&b, chroot.clone(), hosts.len()), now());
+    if let Some((id, password)) = &b.resume {
+        session.resume(*id, password.clone());
+    }
     let (tx, rx) = mpsc::unbounded_channel();
     let (info_tx, info_rx) = watch::channel(SessionInfo::default());
     let (transitions_tx, transitions) = broadcast::channel(STATE_HISTORY);

@@ -1,6 +1,10 @@
 //! [`StateWatcher`]: follows the session state, every transition in order.
 
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
 use tokio::sync::{broadcast, watch};
+use tokio_util::sync::ReusableBoxFuture;
 
 use crate::state::{SessionInfo, SessionState};
 
@@ -23,19 +27,43 @@ use crate::state::{SessionInfo, SessionState};
 /// }
 /// # }
 /// ```
-#[derive(Debug)]
 pub struct StateWatcher {
     info: watch::Receiver<SessionInfo>,
-    transitions: broadcast::Receiver<SessionState>,
+    /// Never read: what clones subscribe from.
+    template: broadcast::Receiver<SessionState>,
+    /// The pending receive (it owns the receiver), so that polling is cancel safe.
+    next: ReusableBoxFuture<'static, Received>,
     last: SessionState,
+    /// The stream has yielded the terminal state.
+    ended: bool,
+}
+
+type Received = (
+    Result<SessionState, broadcast::error::RecvError>,
+    broadcast::Receiver<SessionState>,
+);
+
+async fn recv(mut rx: broadcast::Receiver<SessionState>) -> Received {
+    (rx.recv().await, rx)
+}
+
+impl std::fmt::Debug for StateWatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateWatcher")
+            .field("last", &self.last)
+            .field("current", &self.current())
+            .finish()
+    }
 }
 
 impl Clone for StateWatcher {
     fn clone(&self) -> Self {
         Self {
             info: self.info.clone(),
-            transitions: self.transitions.resubscribe(),
+            template: self.template.resubscribe(),
+            next: ReusableBoxFuture::new(recv(self.template.resubscribe())),
             last: self.last,
+            ended: self.ended,
         }
     }
 }
@@ -50,8 +78,10 @@ impl StateWatcher {
         let last = info.borrow().state;
         Self {
             info,
-            transitions,
+            template: transitions.resubscribe(),
+            next: ReusableBoxFuture::new(recv(transitions)),
             last,
+            ended: false,
         }
     }
 
@@ -64,12 +94,23 @@ impl StateWatcher {
     /// first time, after the state when the watcher was made) and returns the new state.
     ///
     /// Once the state is terminal this returns the terminal state at once, every time.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a transition is consumed only when this returns it.
     pub async fn changed(&mut self) -> SessionState {
+        std::future::poll_fn(|cx| self.poll_changed(cx)).await
+    }
+
+    /// Polls for the next transition (see [`changed`](Self::changed)).
+    pub fn poll_changed(&mut self, cx: &mut Context<'_>) -> Poll<SessionState> {
         loop {
             if self.last.is_terminal() {
-                return self.last;
+                return Poll::Ready(self.last);
             }
-            let state = match self.transitions.recv().await {
+            let (result, rx) = ready!(self.next.poll(cx));
+            self.next.set(recv(rx));
+            let state = match result {
                 Ok(state) => state,
                 Err(broadcast::error::RecvError::Lagged(_)) => self.current(),
                 Err(broadcast::error::RecvError::Closed) => {
@@ -84,7 +125,7 @@ impl StateWatcher {
             };
             if state != self.last {
                 self.last = state;
-                return state;
+                return Poll::Ready(state);
             }
         }
     }
@@ -103,5 +144,19 @@ impl StateWatcher {
                 return state;
             }
         }
+    }
+}
+
+impl futures_core::Stream for StateWatcher {
+    type Item = SessionState;
+
+    /// Yields every transition; ends after yielding a terminal state.
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<SessionState>> {
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        let state = ready!(self.poll_changed(cx));
+        self.ended = state.is_terminal();
+        Poll::Ready(Some(state))
     }
 }

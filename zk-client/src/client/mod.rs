@@ -10,6 +10,7 @@ mod children;
 mod multi;
 mod node;
 mod options;
+mod tree;
 mod watches;
 
 use std::fmt;
@@ -216,6 +217,31 @@ impl Client {
     /// The current session state.
     pub fn state(&self) -> SessionState {
         self.inner.info.borrow().state
+    }
+
+    /// Waits until the client is connected (to a read/write server, or a read-only one if the
+    /// builder allowed them), at most `timeout` (Curator's `blockUntilConnected`).
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// client.wait_connected(std::time::Duration::from_secs(5)).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Timeout`] when still not connected after `timeout`; the terminal error
+    /// (`SessionExpired`, `AuthFailed`, `Closed`) when the session is over.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only watches the state.
+    pub async fn wait_connected(&self, timeout: Duration) -> Result<()> {
+        let mut states = self.state_watcher();
+        match tokio::time::timeout(timeout, states.wait_for(SessionState::is_connected)).await {
+            Ok(state) => state.terminal_error().map_or(Ok(()), Err),
+            Err(_) => Err(Error::Timeout),
+        }
     }
 
     /// A watcher of the session state.

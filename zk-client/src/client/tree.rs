@@ -1,0 +1,107 @@
+//! Whole subtrees: delete_all.
+
+use std::future::Future;
+
+use super::Client;
+use crate::error::{Error, Result};
+
+/// Rounds of list-then-delete before giving up on a subtree that others keep adding to.
+const DELETE_ALL_TRIES: usize = 10;
+
+impl Client {
+    /// Deletes `path` and every node below it (Curator's `deletingChildrenIfNeeded`, kazoo's
+    /// `delete(recursive=True)`).
+    ///
+    /// Lists the subtree level by level (each level's `getChildren` calls pipelined), then
+    /// deletes it deepest first, every delete pipelined: the server applies them in call
+    /// order, so children go before their parents. Nodes that vanish meanwhile are fine; when
+    /// someone adds a child meanwhile (`NotEmpty`) it lists and deletes again, up to 10
+    /// rounds. Not atomic: a failure can leave part of the subtree.
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// client.delete_all("/app/jobs").await?;
+    /// assert!(client.exists("/app/jobs").await?.is_none());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `NoNode` when `path` does not exist; `InvalidPath` for a bad path or the root of the
+    /// server (`/` without a chroot); `NotEmpty` when children kept appearing through every
+    /// round; `NoAuth`, plus the session errors.
+    ///
+    /// # Cancel safety
+    ///
+    /// The calls already made go on when the future is dropped; later rounds do not happen.
+    pub fn delete_all(&self, path: &str) -> impl Future<Output = Result<()>> + Send + 'static {
+        let checked = self.server_path(path).and_then(|server_path| {
+            if server_path == "/" {
+                Err(Error::InvalidPath {
+                    path: path.to_owned(),
+                    reason: "the root of the server cannot be deleted",
+                })
+            } else {
+                Ok(())
+            }
+        });
+        let client = self.clone();
+        let path = path.to_owned();
+        async move {
+            checked?;
+            for round in 0..DELETE_ALL_TRIES {
+                let nodes = match client.subtree(&path).await {
+                    Ok(nodes) => nodes,
+                    // Gone since the previous round: done.
+                    Err(Error::NoNode) if round > 0 => return Ok(()),
+                    Err(e) => return Err(e),
+                };
+                let deletes: Vec<_> = nodes.iter().rev().map(|p| client.delete(p, None)).collect();
+                let mut again = false;
+                for delete in deletes {
+                    match delete.await {
+                        Ok(()) | Err(Error::NoNode) => {}
+                        Err(Error::NotEmpty) => again = true,
+                        Err(e) => return Err(e),
+                    }
+                }
+                if !again {
+                    return Ok(());
+                }
+            }
+            Err(Error::NotEmpty)
+        }
+    }
+
+    /// `path` and every node below it, parents before children (`NoNode` when `path` is
+    /// missing).
+    async fn subtree(&self, path: &str) -> Result<Vec<String>> {
+        let mut nodes = vec![path.to_owned()];
+        let mut level = 0;
+        while level < nodes.len() {
+            let end = nodes.len();
+            let listings: Vec<_> = nodes[level..end]
+                .iter()
+                .map(|p| self.get_children(p))
+                .collect();
+            for (i, listing) in listings.into_iter().enumerate() {
+                let parent = nodes[level + i].clone();
+                match listing.await {
+                    Ok((children, _)) => nodes.extend(children.iter().map(|c| child(&parent, c))),
+                    Err(Error::NoNode) if level + i > 0 => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            level = end;
+        }
+        Ok(nodes)
+    }
+}
+
+fn child(parent: &str, name: &str) -> String {
+    if parent == "/" {
+        format!("/{name}")
+    } else {
+        format!("{parent}/{name}")
+    }
+}

@@ -1,10 +1,10 @@
 //! Length-prefixed framing: every packet in either direction is a 4-byte big-endian length
 //! followed by that many bytes.
 //!
-//! [`decode_frame`] is the pure function; [`FrameCodec`] adapts it to `tokio_util::codec`.
+//! [`decode_frame`] and [`encode_frame`] are pure functions over `bytes` buffers; a transport
+//! (zk-client's connection task, or a `tokio_util` codec of your own) calls them.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use tokio_util::codec::{Decoder, Encoder};
 
 use crate::DecodeError;
 
@@ -77,80 +77,6 @@ pub fn encode_frame(buf: &mut BytesMut, body: impl FnOnce(&mut BytesMut)) {
     body(buf);
     let len = (buf.len() - start - LENGTH_PREFIX_LEN) as i32;
     buf[start..start + LENGTH_PREFIX_LEN].copy_from_slice(&len.to_be_bytes());
-}
-
-/// Errors of [`FrameCodec`]: the transport failed or a frame was malformed.
-#[derive(Debug, thiserror::Error)]
-pub enum FrameError {
-    /// The underlying transport failed.
-    #[error("io error: {0}")]
-    Io(#[from] std::io::Error),
-    /// The peer sent a frame that breaks the framing rules.
-    #[error("malformed frame: {0}")]
-    Decode(#[from] DecodeError),
-}
-
-/// `tokio_util` codec for ZooKeeper frames. Decodes to frame bodies; encodes bodies by
-/// prefixing their length.
-///
-/// ```
-/// use bytes::{Bytes, BytesMut};
-/// use tokio_util::codec::{Decoder, Encoder};
-/// use zk_proto::frame::FrameCodec;
-///
-/// let mut codec = FrameCodec::new(16);
-/// let mut wire = BytesMut::new();
-/// codec.encode(Bytes::from_static(b"hi"), &mut wire).unwrap();
-/// assert_eq!(codec.decode(&mut wire).unwrap().unwrap(), Bytes::from_static(b"hi"));
-/// ```
-#[derive(Debug, Clone, Copy)]
-pub struct FrameCodec {
-    max_frame_len: usize,
-}
-
-impl FrameCodec {
-    /// A codec that rejects frames longer than `max_frame_len`.
-    pub fn new(max_frame_len: usize) -> Self {
-        Self { max_frame_len }
-    }
-
-    /// The configured maximum frame length.
-    pub fn max_frame_len(&self) -> usize {
-        self.max_frame_len
-    }
-}
-
-impl Default for FrameCodec {
-    fn default() -> Self {
-        Self::new(DEFAULT_MAX_FRAME_LEN)
-    }
-}
-
-impl Decoder for FrameCodec {
-    type Item = Bytes;
-    type Error = FrameError;
-
-    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Bytes>, FrameError> {
-        Ok(decode_frame(src, self.max_frame_len)?)
-    }
-}
-
-impl Encoder<Bytes> for FrameCodec {
-    type Error = FrameError;
-
-    fn encode(&mut self, item: Bytes, dst: &mut BytesMut) -> Result<(), FrameError> {
-        encode_frame(dst, |b| b.put_slice(&item));
-        Ok(())
-    }
-}
-
-impl Encoder<&[u8]> for FrameCodec {
-    type Error = FrameError;
-
-    fn encode(&mut self, item: &[u8], dst: &mut BytesMut) -> Result<(), FrameError> {
-        encode_frame(dst, |b| b.put_slice(item));
-        Ok(())
-    }
 }
 
 #[cfg(test)]

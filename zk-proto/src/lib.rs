@@ -9,7 +9,7 @@
 //! - [`codec`]: the [`Record`] trait and the jute primitives (big-endian `int`/`long`,
 //!   length-prefixed `buffer`/`ustring`/`vector`).
 //! - [`frame`]: the 4-byte length prefix around every packet, with a maximum frame length,
-//!   as a pure function and a `tokio_util` codec.
+//!   as pure functions (the crate has no runtime dependency).
 //! - [`header`]: `RequestHeader` and `ReplyHeader`; [`xid`]: the special xids.
 //! - [`OpCode`], [`ErrorCode`]: code tables; unknown error codes stay representable.
 //! - [`stat`], [`acl`]: shared data records; [`records`]: every request/response record.
@@ -62,7 +62,7 @@ pub use acl::{Acl, Id, Perms};
 pub use codec::{decode_exact, decode_prefix, encode_to_bytes, Record};
 pub use error::DecodeError;
 pub use error_code::ErrorCode;
-pub use frame::{FrameCodec, FrameError, DEFAULT_MAX_FRAME_LEN, SERVER_MAX_BUFFER};
+pub use frame::{DEFAULT_MAX_FRAME_LEN, SERVER_MAX_BUFFER};
 pub use header::{ReplyHeader, RequestHeader};
 pub use op_code::OpCode;
 pub use stat::Stat;

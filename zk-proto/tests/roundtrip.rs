@@ -7,12 +7,11 @@ use std::fmt::Debug;
 use bytes::{BufMut, Bytes, BytesMut};
 use proptest::prelude::*;
 use proptest::sample::select;
-use tokio_util::codec::Decoder;
 use zk_proto::frame::{decode_frame, encode_frame};
 use zk_proto::records::*;
 use zk_proto::{
-    decode_exact, encode_to_bytes, Acl, DecodeError, ErrorCode, FrameCodec, Id, Record,
-    ReplyHeader, RequestHeader, Stat,
+    decode_exact, encode_to_bytes, Acl, DecodeError, ErrorCode, Id, Record, ReplyHeader,
+    RequestHeader, Stat,
 };
 
 // ===== strategies =====
@@ -634,14 +633,6 @@ fn frame_everything(data: &[u8], max: usize) {
                 assert!(body.len() <= max);
                 decode_everything(&body);
             }
-            Ok(None) | Err(_) => break,
-        }
-    }
-    let mut codec = FrameCodec::new(max);
-    let mut buf = BytesMut::from(data);
-    for _ in 0..=data.len() {
-        match codec.decode(&mut buf) {
-            Ok(Some(_)) => {}
             Ok(None) | Err(_) => break,
         }
     }

@@ -140,3 +140,50 @@ async fn the_state_watcher_is_a_stream_of_every_transition() {
         "ends after Closed"
     );
 }
+
+#[tokio::test]
+async fn a_chroot_sub_client_shares_the_session_and_sees_its_own_paths() {
+    let server = standalone().await;
+    let root = chroot(server, "api_sub").await;
+    let c = connect(&server.hosts(&root)).await;
+    // As with a connect string's chroot, the root node must exist.
+    c.create_all("/apps/billing", b"", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    let billing = c.chroot("/apps/billing").unwrap();
+    assert_eq!(billing.session_id(), c.session_id(), "one session");
+    billing
+        .create_all("/jobs/j1", b"", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    assert!(c.exists("/apps/billing/jobs/j1").await.unwrap().is_some());
+    let (children, _) = billing.get_children("/jobs").await.unwrap();
+    assert_eq!(children, ["j1"]);
+    let (path, _) = billing
+        .create("/jobs/s-", b"", &CreateOptions::persistent_sequential())
+        .await
+        .unwrap();
+    assert!(path.starts_with("/jobs/s-"), "{path}");
+    // Watch paths are relative to each handle's own root, on the one session.
+    let (_, _, sub_watch) = billing.get_data_watch("/jobs/j1").await.unwrap();
+    let (_, _, top_watch) = c.get_data_watch("/apps/billing/jobs/j1").await.unwrap();
+    let mut stream = billing
+        .add_watch("/jobs", zk_client::AddWatchMode::PersistentRecursive)
+        .await
+        .unwrap();
+    c.set_data("/apps/billing/jobs/j1", b"x", None)
+        .await
+        .unwrap();
+    assert_eq!(within("sub", sub_watch).await.unwrap().path, "/jobs/j1");
+    assert_eq!(
+        within("top", top_watch).await.unwrap().path,
+        "/apps/billing/jobs/j1"
+    );
+    assert_eq!(
+        within("stream", stream.next()).await.unwrap().path,
+        "/jobs/j1"
+    );
+    let nested = billing.chroot("/jobs").unwrap();
+    assert!(nested.exists("/j1").await.unwrap().is_some());
+    assert!(matches!(c.chroot("bad"), Err(Error::InvalidPath { .. })));
+}

@@ -10,7 +10,6 @@ use crate::driver::transport::TcpConnector;
 use crate::driver::{now, Driver, DriverConfig};
 use crate::error::{Error, Result};
 use crate::hosts::{parse_connect_string, HostList};
-use crate::path::Chroot;
 use crate::session::{timers, Session, SessionConfig, SET_WATCHES_BATCH_BYTES};
 use crate::state::{SessionInfo, SessionState, STATE_HISTORY};
 
@@ -19,7 +18,7 @@ use crate::state::{SessionInfo, SessionState, STATE_HISTORY};
 pub(crate) async fn connect(b: ClientBuilder) -> Result<Client> {
     let (hosts, chroot) = parse_connect_string(&b.connect_string)?;
     let hosts = HostList::new(hosts);
-    let mut session = Session::new(session_config(&b, chroot.clone(), hosts.len()), now());
+    let mut session = Session::new(session_config(&b, hosts.len()), now());
     if let Some((id, password)) = &b.resume {
         session.resume(*id, password.clone());
     }
@@ -49,7 +48,7 @@ pub(crate) async fn connect(b: ClientBuilder) -> Result<Client> {
     Ok(client)
 }
 
-fn session_config(b: &ClientBuilder, chroot: Chroot, hosts: usize) -> SessionConfig {
+fn session_config(b: &ClientBuilder, hosts: usize) -> SessionConfig {
     SessionConfig {
         session_timeout: b.session_timeout,
         connect_timeout: b
@@ -58,7 +57,6 @@ fn session_config(b: &ClientBuilder, chroot: Chroot, hosts: usize) -> SessionCon
         read_only: b.read_only,
         max_outstanding: b.max_outstanding,
         reconnect_wait: b.reconnect_wait.unwrap_or(b.session_timeout),
-        chroot,
         set_watches_batch: SET_WATCHES_BATCH_BYTES,
         max_request_len: b.max_request_len,
         request_timeout: b.request_timeout,

@@ -10,3 +10,11 @@ pub struct WatchedEvent {
     /// The node, relative to the client's chroot.
     pub path: String,
 }
+
+impl WatchedEvent {
+    /// The event with its (server) path made relative to `chroot`.
+    pub(crate) fn relative_to(mut self, chroot: &crate::path::Chroot) -> Self {
+        self.path = chroot.strip_owned(self.path);
+        self
+    }
+}

@@ -12,7 +12,6 @@ use zk_proto::{xid as special, ErrorCode, OpCode, Record, ReplyHeader};
 
 use crate::command::{Command, Request, WatchAction, WatchKind, WatchSender};
 use crate::event_queue::event_queue;
-use crate::path::Chroot;
 use crate::session::{Session, SessionConfig};
 
 /// Most requests on the wire in the fuzzed session.
@@ -46,7 +45,6 @@ fn config() -> SessionConfig {
         read_only: true,
         max_outstanding: MAX_OUTSTANDING,
         reconnect_wait: Duration::from_secs(6),
-        chroot: Chroot::new("/fz").unwrap_or_default(),
         set_watches_batch: 256,
         max_request_len: 4096,
         request_timeout: Some(Duration::from_secs(3)),

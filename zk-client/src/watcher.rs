@@ -10,6 +10,7 @@ use crate::command::Command;
 use crate::error::{Error, Result};
 use crate::event::WatchedEvent;
 use crate::event_queue::EventReceiver;
+use crate::path::Chroot;
 
 /// A one-shot watch: resolves with the first event on the node it was set on.
 ///
@@ -41,6 +42,8 @@ use crate::event_queue::EventReceiver;
 pub struct Watcher {
     rx: oneshot::Receiver<Result<WatchedEvent>>,
     on_drop: Option<DropHook>,
+    /// The chroot of the client that set it: stripped from the event's server path.
+    chroot: Chroot,
 }
 
 /// Tells the driver that a watcher went away before its event.
@@ -59,8 +62,12 @@ impl DropHook {
 }
 
 impl Watcher {
-    pub(crate) fn new(rx: oneshot::Receiver<Result<WatchedEvent>>) -> Self {
-        Self { rx, on_drop: None }
+    pub(crate) fn new(rx: oneshot::Receiver<Result<WatchedEvent>>, chroot: Chroot) -> Self {
+        Self {
+            rx,
+            on_drop: None,
+            chroot,
+        }
     }
 
     /// Arms the drop hook, once the watch is registered.
@@ -78,9 +85,11 @@ impl Future for Watcher {
     type Output = Result<WatchedEvent>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let chroot = self.chroot.clone();
         let out = Pin::new(&mut self.rx)
             .poll(cx)
-            .map(|r| r.unwrap_or(Err(Error::Closed)));
+            .map(|r| r.unwrap_or(Err(Error::Closed)))
+            .map_ok(|e| e.relative_to(&chroot));
         if out.is_ready() {
             self.on_drop = None;
         }
@@ -124,6 +133,8 @@ pub struct PersistentWatcher {
     rx: EventReceiver,
     terminal: Option<Error>,
     on_drop: Option<DropHook>,
+    /// The chroot of the client that set it: stripped from each event's server path.
+    chroot: Chroot,
 }
 
 impl PersistentWatcher {
@@ -131,6 +142,7 @@ impl PersistentWatcher {
         rx: EventReceiver,
         commands: mpsc::WeakUnboundedSender<Command>,
         server_path: String,
+        chroot: Chroot,
     ) -> Self {
         Self {
             rx,
@@ -139,6 +151,7 @@ impl PersistentWatcher {
                 commands,
                 path: server_path,
             }),
+            chroot,
         }
     }
 
@@ -164,6 +177,7 @@ impl PersistentWatcher {
             return Poll::Ready(Err(err.clone()));
         }
         match self.rx.poll_recv(cx) {
+            Poll::Ready(Ok(event)) => Poll::Ready(Ok(event.relative_to(&self.chroot))),
             Poll::Ready(Err(err)) if !matches!(err, Error::Lagged { .. }) => {
                 self.terminal = Some(err.clone());
                 Poll::Ready(Err(err))

@@ -86,7 +86,7 @@ impl Client {
             let body = encode(&GetEphemeralsRequest { prefix_path });
             self.request(OpCode::GetEphemerals, body, None)
         });
-        let chroot = self.chroot().clone();
+        let chroot = self.root().clone();
         async move {
             let resp: GetEphemeralsResponse = decode_prefix(reply?.await?)?;
             Ok(resp

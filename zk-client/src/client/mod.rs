@@ -48,6 +48,9 @@ pub use options::CreateOptions;
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
+    /// Added to every path sent, removed from every path received; per handle, so that
+    /// [`chroot`](Self::chroot) sub-clients share the session.
+    chroot: Chroot,
 }
 
 struct Inner {
@@ -55,7 +58,6 @@ struct Inner {
     info: watch::Receiver<SessionInfo>,
     /// Never read: a template to subscribe `StateWatcher`s from.
     transitions: broadcast::Receiver<SessionState>,
-    chroot: Chroot,
     /// Capacity of each persistent watcher's event queue.
     watch_buffer: usize,
 }
@@ -66,7 +68,7 @@ impl fmt::Debug for Client {
         f.debug_struct("Client")
             .field("session_id", &format_args!("{:#x}", info.session_id))
             .field("state", &info.state)
-            .field("chroot", &self.inner.chroot.as_str())
+            .field("chroot", &self.chroot.as_str())
             .finish()
     }
 }
@@ -140,9 +142,9 @@ impl Client {
                 tx,
                 info,
                 transitions,
-                chroot,
                 watch_buffer,
             }),
+            chroot,
         }
     }
 
@@ -165,11 +167,40 @@ impl Client {
 
     /// Validates a client path and adds the chroot.
     pub(crate) fn server_path(&self, path: &str) -> Result<String> {
-        self.inner.chroot.to_server(path, false)
+        self.chroot.to_server(path, false)
     }
 
-    pub(crate) fn chroot(&self) -> &Chroot {
-        &self.inner.chroot
+    /// The chroot of this handle.
+    pub(crate) fn root(&self) -> &Chroot {
+        &self.chroot
+    }
+
+    /// A handle on the same session whose paths are relative to `path` (under this handle's
+    /// own chroot): Curator's `usingNamespace`. Both handles share the connection, the
+    /// session, its ordering and its watches; each sees paths relative to its own root.
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// let billing = client.chroot("/apps/billing")?;
+    /// billing.create_all("/jobs/j1", b"", &zk_client::CreateOptions::persistent()).await?;
+    /// assert!(client.exists("/apps/billing/jobs/j1").await?.is_some());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `InvalidPath` for a path that is not absolute and valid (`/` gives a handle with the
+    /// same root).
+    pub fn chroot(&self, path: &str) -> Result<Client> {
+        let root = if path == "/" {
+            self.chroot.clone()
+        } else {
+            Chroot::new(&self.chroot.to_server(path, false)?)?
+        };
+        Ok(Client {
+            inner: self.inner.clone(),
+            chroot: root,
+        })
     }
 
     pub(crate) fn watch_buffer(&self) -> usize {

@@ -275,7 +275,7 @@ impl Client {
         &self,
         ops: &[Op],
     ) -> impl Future<Output = Result<Vec<OpResult>>> + Send + 'static {
-        let chroot = self.chroot().clone();
+        let chroot = self.root().clone();
         let expected = ops.len();
         let reply = ops
             .iter()
@@ -343,7 +343,7 @@ impl Client {
         &self,
         ops: &[ReadOp],
     ) -> impl Future<Output = Result<Vec<ReadResult>>> + Send + 'static {
-        let chroot = self.chroot();
+        let chroot = self.root();
         let expected = ops.len();
         let reply = ops
             .iter()

@@ -69,7 +69,8 @@ pub(crate) fn create_op(
 /// (its drop hook armed, since only then is there a server-side watch to remove).
 pub(crate) fn one_shot(client: &Client, path: String, kind: WatchKind) -> (WatchAction, Watcher) {
     let (tx, rx) = oneshot::channel();
-    let watcher = Watcher::new(rx).armed(client.commands().downgrade(), path.clone());
+    let watcher =
+        Watcher::new(rx, client.root().clone()).armed(client.commands().downgrade(), path.clone());
     let action = WatchAction::Register {
         path,
         kind,
@@ -119,7 +120,7 @@ impl Client {
         data: &[u8],
         options: &CreateOptions,
     ) -> impl Future<Output = Result<(String, Stat)>> + Send + 'static {
-        let reply = create_op(self.chroot(), path, data, options).map(|op| {
+        let reply = create_op(self.root(), path, data, options).map(|op| {
             let (code, body) = match &op {
                 MultiOp::CreateTtl(r) => (OpCode::CreateTtl, encode(r)),
                 MultiOp::CreateContainer(r) => (OpCode::CreateContainer, encode(r)),
@@ -128,7 +129,7 @@ impl Client {
             };
             self.request(code, body, None)
         });
-        let chroot = self.chroot().clone();
+        let chroot = self.root().clone();
         async move {
             let resp: Create2Response = decode_prefix(reply?.await?)?;
             Ok((chroot.strip_owned(resp.path), resp.stat))

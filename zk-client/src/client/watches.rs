@@ -48,7 +48,12 @@ impl Client {
                 sender: WatchSender::Stream(tx),
                 on_server: true,
             };
-            let watcher = PersistentWatcher::new(rx, self.commands().downgrade(), path.clone());
+            let watcher = PersistentWatcher::new(
+                rx,
+                self.commands().downgrade(),
+                path.clone(),
+                self.root().clone(),
+            );
             let body = encode(&AddWatchRequest {
                 path,
                 mode: mode as i32,

@@ -74,7 +74,6 @@ fn start() -> Harness {
         read_only: false,
         max_outstanding: 100,
         reconnect_wait: SESSION,
-        chroot: Chroot::default(),
         set_watches_batch: SET_WATCHES_BATCH_BYTES,
         max_request_len: zk_proto::SERVER_MAX_BUFFER,
         request_timeout: None,

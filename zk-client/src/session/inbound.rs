@@ -120,12 +120,9 @@ impl Session {
                     debug!(state = ?event.state, "session event from the server");
                     return Ok(());
                 }
-                let told = self.watches.fire(
-                    event.event_type,
-                    &event.path,
-                    &self.cfg.chroot,
-                    &mut self.events,
-                );
+                let told = self
+                    .watches
+                    .fire(event.event_type, &event.path, &mut self.events);
                 trace!(event = ?event.event_type, told, "notification");
                 // A fired one-shot may leave a persistent watch nobody needs now.
                 self.reconcile_watches(&event.path, now);
@@ -204,8 +201,7 @@ impl Session {
                 }
             }
             Some(WatchAction::Remove { path, kind }) if ok => {
-                self.watches
-                    .remove(&path, kind, &self.cfg.chroot, &mut self.events);
+                self.watches.remove(&path, kind, &mut self.events);
             }
             _ => {}
         }

@@ -54,7 +54,6 @@ use zk_proto::{xid as special, DecodeError, OpCode, Record, RequestHeader};
 
 use crate::command::{Command, Request, WatchAction};
 use crate::error::{Error, Result};
-use crate::path::Chroot;
 use crate::state::{SessionInfo, SessionState};
 pub(crate) use outbox::Event;
 use outbox::Outbox;
@@ -81,8 +80,6 @@ pub(crate) struct SessionConfig {
     pub(crate) max_outstanding: usize,
     /// How long a request made while disconnected waits for a connection.
     pub(crate) reconnect_wait: Duration,
-    /// The chroot, to strip from watch event paths.
-    pub(crate) chroot: Chroot,
     /// Most bytes of paths per SetWatches packet.
     pub(crate) set_watches_batch: usize,
     /// Largest request (header and body) the server accepts.

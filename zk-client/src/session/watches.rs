@@ -12,7 +12,6 @@ use crate::command::{WatchKind, WatchSender};
 use crate::error::{Error, Result};
 use crate::event::WatchedEvent;
 use crate::event_queue::EventSender;
-use crate::path::Chroot;
 
 type Once = oneshot::Sender<Result<WatchedEvent>>;
 type Stream = EventSender;
@@ -186,16 +185,17 @@ impl WatchRegistry {
     /// watches, `NodeChildrenChanged` child watches, `NodeDeleted` all three. Persistent
     /// watches on the path see every node event; recursive watches on the path or any
     /// ancestor see all but `NodeChildrenChanged`. Returns how many watchers were told.
+    ///
+    /// Events carry the server path: each watcher strips its own client's chroot.
     pub(crate) fn fire(
         &mut self,
         event_type: EventType,
         server_path: &str,
-        chroot: &Chroot,
         out: &mut Outbox,
     ) -> usize {
         let event = WatchedEvent {
             event_type,
-            path: chroot.to_client(server_path),
+            path: server_path.to_owned(),
         };
         let mut told = 0;
         let (data, exist, child) = match event_type {
@@ -264,17 +264,11 @@ impl WatchRegistry {
     /// After a successful `removeWatches`: removes the local watches of `kind` on the path and
     /// tells each of them (`DataWatchRemoved`, `ChildWatchRemoved`, `PersistentWatchRemoved`),
     /// as the Java client does. Persistent streams end after that event.
-    pub(crate) fn remove(
-        &mut self,
-        server_path: &str,
-        kind: WatcherType,
-        chroot: &Chroot,
-        out: &mut Outbox,
-    ) {
+    pub(crate) fn remove(&mut self, server_path: &str, kind: WatcherType, out: &mut Outbox) {
         let Some(entry) = self.paths.get_mut(server_path) else {
             return;
         };
-        let path = chroot.to_client(server_path);
+        let path = server_path.to_owned();
         let mut tell = |v: Vec<Once>, event_type| {
             for s in v {
                 let event = WatchedEvent {

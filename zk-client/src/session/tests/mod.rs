@@ -24,7 +24,6 @@ fn config() -> SessionConfig {
         read_only: false,
         max_outstanding: 100,
         reconnect_wait: Duration::from_secs(5),
-        chroot: Chroot::new("/root").unwrap(),
         set_watches_batch: SET_WATCHES_BATCH_BYTES,
         max_request_len: zk_proto::SERVER_MAX_BUFFER,
         request_timeout: None,

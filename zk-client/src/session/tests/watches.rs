@@ -62,7 +62,9 @@ fn exists_registers_an_exist_watch_on_no_node_and_a_data_watch_otherwise() {
 }
 
 #[test]
-fn events_map_to_kinds_like_the_java_client_and_strip_the_chroot() {
+/// Events carry the server path: each watcher strips its own client's chroot (`Watcher`,
+/// `PersistentWatcher`; tested against a server with sub-client chroots in `client_api`).
+fn events_map_to_kinds_like_the_java_client() {
     let mut f = connected();
     let (_r, mut data) = f.watch(OpCode::GetData, "/root/x", WatchKind::Data);
     let (_r, mut exist) = f.watch(OpCode::Exists, "/root/x", WatchKind::Exist);
@@ -81,7 +83,7 @@ fn events_map_to_kinds_like_the_java_client_and_strip_the_chroot() {
             e,
             WatchedEvent {
                 event_type: EventType::NodeDataChanged,
-                path: "/x".into()
+                path: "/root/x".into()
             }
         ),
         other => panic!("{other:?}"),
@@ -229,31 +231,34 @@ fn persistent_and_recursive_watches_and_set_watches2() {
     f.notify(EventType::NodeChildrenChanged, "/root/p");
     assert_eq!(
         next(&mut p),
-        Some((EventType::NodeChildrenChanged, "/p".into()))
+        Some((EventType::NodeChildrenChanged, "/root/p".into()))
     );
     assert_eq!(next(&mut r), None, "recursive watches get no child events");
     f.notify(EventType::NodeCreated, "/root/p/deep/er");
     assert_eq!(
         next(&mut r),
-        Some((EventType::NodeCreated, "/p/deep/er".into()))
+        Some((EventType::NodeCreated, "/root/p/deep/er".into()))
     );
     assert_eq!(next(&mut p), None);
     f.notify(EventType::NodeDataChanged, "/root/p");
     f.notify(EventType::NodeDeleted, "/root/p");
     assert_eq!(
         next(&mut p),
-        Some((EventType::NodeDataChanged, "/p".into()))
+        Some((EventType::NodeDataChanged, "/root/p".into()))
     );
     assert_eq!(
         next(&mut p),
-        Some((EventType::NodeDeleted, "/p".into())),
+        Some((EventType::NodeDeleted, "/root/p".into())),
         "persistent: not removed"
     );
     assert_eq!(
         next(&mut r),
-        Some((EventType::NodeDataChanged, "/p".into()))
+        Some((EventType::NodeDataChanged, "/root/p".into()))
     );
-    assert_eq!(next(&mut r), Some((EventType::NodeDeleted, "/p".into())));
+    assert_eq!(
+        next(&mut r),
+        Some((EventType::NodeDeleted, "/root/p".into()))
+    );
 
     let sent = reconnect(&mut f);
     let (xid, op, body) = sent[0].packet();

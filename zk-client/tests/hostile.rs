@@ -17,16 +17,7 @@ async fn connect_with(
     timeout_ms: i32,
     builder: impl FnOnce(zk_client::ClientBuilder) -> zk_client::ClientBuilder + Send + 'static,
 ) -> (Client, support::Conn) {
-    let addr = server.addr();
-    let client = tokio::spawn(async move {
-        builder(Client::builder(&addr).session_timeout(Duration::from_millis(timeout_ms as u64)))
-            .connect()
-            .await
-    });
-    let (conn, req) = server.accept_session(session_id, timeout_ms).await;
-    assert_eq!(req.session_id, 0);
-    let client = within("connect", client).await.unwrap().unwrap();
-    (client, conn)
+    support::connect_client(server, "", session_id, timeout_ms, builder).await
 }
 
 async fn connect(server: &FakeServer, session_id: i64, timeout_ms: i32) -> (Client, support::Conn) {

@@ -12,16 +12,10 @@ use zk_proto::records::{GetDataRequest, GetDataResponse};
 use zk_proto::{decode_exact, ErrorCode, OpCode, Stat};
 
 async fn connect(server: &FakeServer, max_outstanding: usize) -> (Client, support::Conn) {
-    let addr = server.addr();
-    let client = tokio::spawn(async move {
-        Client::builder(&addr)
-            .max_outstanding(max_outstanding)
-            .session_timeout(Duration::from_secs(30))
-            .connect()
-            .await
-    });
-    let (conn, _) = server.accept_session(0x1, 30_000).await;
-    (within("connect", client).await.unwrap().unwrap(), conn)
+    support::connect_client(server, "", 0x1, 30_000, move |b| {
+        b.max_outstanding(max_outstanding)
+    })
+    .await
 }
 
 /// Answers a getData with its own path as data.

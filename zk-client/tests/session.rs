@@ -11,17 +11,7 @@ use zk_proto::records::{GetDataRequest, GetDataResponse};
 use zk_proto::{decode_exact, xid, ErrorCode, OpCode, Stat};
 
 async fn connect(server: &FakeServer, session_id: i64, timeout_ms: i32) -> (Client, support::Conn) {
-    let addr = server.addr();
-    let client = tokio::spawn(async move {
-        Client::builder(&addr)
-            .session_timeout(Duration::from_millis(timeout_ms as u64))
-            .connect()
-            .await
-    });
-    let (conn, req) = server.accept_session(session_id, timeout_ms).await;
-    assert_eq!(req.session_id, 0);
-    let client = within("connect", client).await.unwrap().unwrap();
-    (client, conn)
+    support::connect_client(server, "", session_id, timeout_ms, |b| b).await
 }
 
 fn data_reply(data: &[u8]) -> Vec<u8> {

@@ -12,15 +12,7 @@ use zk_proto::records::{GetDataResponse, SetWatches};
 use zk_proto::{decode_exact, xid, ErrorCode, OpCode, Stat};
 
 async fn connect(server: &FakeServer, chroot: &str) -> (Client, Conn) {
-    let hosts = format!("{}{chroot}", server.addr());
-    let client = tokio::spawn(async move {
-        Client::builder(&hosts)
-            .session_timeout(Duration::from_secs(30))
-            .connect()
-            .await
-    });
-    let (conn, _) = server.accept_session(0x1, 30_000).await;
-    (within("connect", client).await.unwrap().unwrap(), conn)
+    support::connect_client(server, chroot, 0x1, 30_000, |b| b).await
 }
 
 fn data_reply() -> Bytes {

@@ -223,6 +223,28 @@ impl Conn {
     }
 }
 
+/// Connects a client to `server` (connect string: its address + `chroot`) with a
+/// `timeout_ms` session timeout and whatever else `builder` sets; the server accepts a new
+/// session `session_id`. Returns the client and the server's end of the connection.
+pub async fn connect_client(
+    server: &FakeServer,
+    chroot: &str,
+    session_id: i64,
+    timeout_ms: i32,
+    builder: impl FnOnce(zk_client::ClientBuilder) -> zk_client::ClientBuilder + Send + 'static,
+) -> (zk_client::Client, Conn) {
+    let hosts = format!("{}{chroot}", server.addr());
+    let timeout = Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0));
+    let client = tokio::spawn(async move {
+        builder(zk_client::Client::builder(&hosts).session_timeout(timeout))
+            .connect()
+            .await
+    });
+    let (conn, req) = server.accept_session(session_id, timeout_ms).await;
+    assert_eq!(req.session_id, 0, "a new session");
+    (within("connect", client).await.unwrap().unwrap(), conn)
+}
+
 /// Encodes a record.
 pub fn encode<R: Record>(r: &R) -> Bytes {
     let mut b = BytesMut::new();

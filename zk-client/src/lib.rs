@@ -43,6 +43,14 @@
 //! Replies come back in the same order. A watch event is delivered to its [`Watcher`]
 //! before the reply of any later read that sees the change, as the protocol promises.
 //!
+//! # Cancellation
+//!
+//! Dropping an operation's future never cancels the request: it was queued (and may already
+//! be applied) when the method was called; only its reply is discarded. A `*_watch` call
+//! whose future is dropped leaves no watch behind (the client removes it when the reply
+//! comes). Waiting helpers ([`StateWatcher::changed`], [`PersistentWatcher::next`],
+//! [`Client::wait_connected`]) are cancel safe.
+//!
 //! # Pipelining
 //!
 //! Any number of requests may be in flight: they are written back to back, coalesced into
@@ -90,7 +98,8 @@
 //! **A session given up is closed on the server.** When the client declares the session
 //! expired itself (no server answered for the whole timeout, as during a quorum loss, when
 //! the ensemble has *not* expired it: no session expires without a quorum, and a new leader
-//! restarts every session's timer), or is closed while disconnected, the session is over for
+//! restarts every session's timer), or is closed while disconnected (or its `closeSession`
+//! reply is lost with the connection), the session is over for
 //! the caller at once, and the connection task keeps trying the hosts in the background
 //! (pausing at most 0.5 s between attempts, for at least two minutes) with the old session id
 //! only to end it: a server that says "expired" ends it, one that resumes it gets

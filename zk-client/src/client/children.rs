@@ -51,6 +51,10 @@ impl Client {
     /// watcher.await?; // a worker joined or left
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// `NoNode` (no watch is left), `NoAuth`, `InvalidPath`, plus the session errors.
     pub fn get_children_watch(
         &self,
         path: &str,
@@ -78,6 +82,10 @@ impl Client {
     /// let mine = client.get_ephemerals("/").await?;
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// `InvalidPath`, `Server(Unimplemented)` on servers before 3.6, plus the session errors.
     pub fn get_ephemerals(
         &self,
         prefix: &str,

@@ -318,6 +318,10 @@ impl Client {
     /// }
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// `Server(Unimplemented)` on servers before 3.7, plus the session errors.
     pub fn whoami(&self) -> impl Future<Output = Result<Vec<ClientInfo>>> + Send + 'static {
         let reply = self.request(OpCode::WhoAmI, Bytes::new(), None);
         async move {
@@ -335,6 +339,11 @@ impl Client {
     /// println!("{}", String::from_utf8_lossy(&config));
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// `NoNode` when the server has no dynamic configuration, `NoAuth`, plus the session
+    /// errors.
     pub fn get_config(&self) -> impl Future<Output = Result<(Bytes, Stat)>> + Send + 'static {
         let body = encode(&GetDataRequest {
             path: CONFIG_NODE.to_owned(),
@@ -356,6 +365,10 @@ impl Client {
     /// let (latest, _) = client.get_data("/config").await?;
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// `InvalidPath`, plus the session errors.
     pub fn sync(&self, path: &str) -> impl Future<Output = Result<()>> + Send + 'static {
         let reply = self
             .server_path(path)
@@ -367,8 +380,10 @@ impl Client {
     /// [`SessionState::Closed`]. Ephemeral nodes go at once. Calls made after this fail
     /// with `Closed`; every watcher resolves with `Err(Closed)`.
     ///
-    /// Succeeds too when the session is already over. When disconnected, the session is
-    /// closed locally (the server expires it after the timeout).
+    /// Succeeds too when the session is already over. When disconnected (or when the
+    /// connection drops before the reply), the session is over for the client at once and is
+    /// closed on the server as soon as one answers (see the crate docs, Sessions). Waits for
+    /// the reply at most one read timeout (2/3 of the session timeout).
     ///
     /// ```no_run
     /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
@@ -376,6 +391,16 @@ impl Client {
     /// assert_eq!(client.state(), zk_client::SessionState::Closed);
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// None in practice: it returns `Ok(())` once the session is over for this client,
+    /// whichever way. (`Result` leaves room for failures a future protocol may add.)
+    ///
+    /// # Cancel safety
+    ///
+    /// The `closeSession` is sent when `close` is called; dropping the future only stops
+    /// waiting for the state to become `Closed`.
     pub fn close(&self) -> impl Future<Output = Result<()>> + Send + 'static {
         let reply = self.request(OpCode::CloseSession, Bytes::new(), None);
         let mut states = self.state_watcher();

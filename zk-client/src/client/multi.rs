@@ -195,6 +195,10 @@ impl Transaction {
     }
 
     /// Sends the transaction (queued now, in call order). See [`Client::multi`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::multi`].
     pub fn commit(self) -> impl Future<Output = Result<Vec<OpResult>>> + Send + 'static {
         self.client.multi(&self.ops)
     }
@@ -339,6 +343,12 @@ impl Client {
     /// if let ReadResult::Data { data, .. } = &results[0] { /* ... */ }
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// `InvalidPath` for an op's path, `UnexpectedReply` when the reply has another number
+    /// of results than `ops`, plus the session errors; each read's own failure is in its
+    /// [`ReadResult::Error`].
     pub fn multi_read(
         &self,
         ops: &[ReadOp],

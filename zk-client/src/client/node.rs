@@ -236,6 +236,10 @@ impl Client {
     /// if client.exists("/app/ready").await?.is_some() { /* ... */ }
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// `NoAuth`, `InvalidPath`, plus the session errors (a missing node is `Ok(None)`).
     pub fn exists(
         &self,
         path: &str,
@@ -269,6 +273,11 @@ impl Client {
     /// }
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// `NoAuth`, `InvalidPath`, plus the session errors (a missing node is `Ok((None, _))`,
+    /// watched for its creation).
     pub fn exists_watch(
         &self,
         path: &str,
@@ -326,6 +335,10 @@ impl Client {
     /// println!("{:?} on {}", event.event_type, event.path);
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// `NoNode` (no watch is left), `NoAuth`, `InvalidPath`, plus the session errors.
     pub fn get_data_watch(
         &self,
         path: &str,

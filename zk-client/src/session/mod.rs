@@ -555,7 +555,8 @@ impl Session {
             return;
         }
         if self.closing.is_some() {
-            self.terminate(SessionState::Closed);
+            // The closeSession may not have been applied: make sure once a server answers.
+            self.give_up(SessionState::Closed, now);
             return;
         }
         debug!(?reason, in_flight = self.pending.len(), "disconnected");

@@ -532,9 +532,18 @@ fn shutdown_sends_close_session() {
     f.shutdown(f.now);
     let sent = f.sent();
     assert_eq!(sent[0].packet().1, OpCode::CloseSession.as_i32());
-    // The server hangs up before replying: still closed.
+    // The server hangs up before replying: closed for the client, and closed on the server
+    // once one answers (the first closeSession may not have been applied).
     f.disconnect(&Disconnect::Transport, f.now);
     assert_eq!(f.s.state(), SessionState::Closed);
+    assert!(f.s.is_reaping());
+    f.tcp_up(f.now);
+    f.sent();
+    f.frame(connect_response(0x42, 9000), f.now).unwrap();
+    let (xid, op, _) = f.sent()[0].packet();
+    assert_eq!(op, OpCode::CloseSession.as_i32());
+    f.reply(xid, 4, ErrorCode::Ok, b"").unwrap();
+    assert!(f.s.is_done());
 }
 
 fn connect_response(session_id: i64, timeout_ms: i32) -> Bytes {

@@ -35,7 +35,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use soak::check::{check, Findings};
 use soak::contender::{self, Spec, ACQUIRE_LIMIT};
-use soak::faults::{self, Counts, Target};
+use soak::faults::{self, Target};
 use soak::{lock, parse_counter, Config, Resource, Role, Shared};
 use tokio::time::Instant;
 use zk_client::{Client, CreateOptions};
@@ -102,7 +102,7 @@ async fn locks_hold_under_random_faults() {
         session_timeout: config.session_timeout,
         stop_at,
     };
-    let (fault_counts, ()) = tokio::join!(
+    tokio::join!(
         faults::run(&target, config.seed),
         progress(&shared, stop_at)
     );
@@ -143,7 +143,7 @@ async fn locks_hold_under_random_faults() {
     close(admin).await;
 
     let holds = lock(&shared.holds).clone();
-    let mut findings = check(&shared, &holds, &finals);
+    let mut findings = check(&shared, &holds, Some(&finals));
     for node in &leftovers {
         findings.violations.push(soak::check::Violation {
             kind: "orphan lock node",
@@ -151,7 +151,7 @@ async fn locks_hold_under_random_faults() {
             detail: format!("{node} still there {limit:?} after every session was closed"),
         });
     }
-    report(&config, &shared, &holds, &fault_counts, &findings, cleanup);
+    report(&config, &shared, &holds, &findings, cleanup);
     assert!(
         findings.violations.is_empty(),
         "soak: {} violations (SOAK_SEED={}): {:?}",
@@ -183,16 +183,22 @@ async fn close(client: Client) {
     let _ = tokio::time::timeout(Duration::from_secs(5), client.close()).await;
 }
 
-/// Prints the rounds so far every 30 s until `stop_at`.
+/// Every 30 s until `stop_at`, prints the rounds, faults and violations so far (the checks
+/// that need the counters' final values wait for the end).
 async fn progress(shared: &Shared, stop_at: Instant) {
     let every = Duration::from_secs(30);
     let mut next = shared.t0 + every;
     while next < stop_at {
         tokio::time::sleep_until(next).await;
+        let holds = lock(&shared.holds).clone();
+        let findings = check(shared, &holds, None);
         println!(
-            "[{:>7.1}s] progress: {} rounds",
+            "[{:>7.1}s] progress: {} rounds, {} faults, {} violations {:?}",
             shared.secs(Instant::now()),
-            shared.rounds()
+            holds.len(),
+            shared.fault_total(),
+            findings.violations.len(),
+            findings.totals()
         );
         next += every;
     }
@@ -237,7 +243,6 @@ fn report(
     config: &Config,
     shared: &Shared,
     holds: &[soak::Hold],
-    faults: &Counts,
     findings: &Findings,
     cleanup: Duration,
 ) {
@@ -245,11 +250,7 @@ fn report(
     for h in holds {
         *by_role.entry(h.role.label()).or_default() += 1;
     }
-    let faults_total: u64 = faults
-        .iter()
-        .filter(|(k, _)| !k.contains('('))
-        .map(|(_, n)| n)
-        .sum();
+    let faults = lock(&shared.faults).clone();
     println!("soak: ---- SOAK_SEED={} ----", config.seed);
     println!("soak: rounds {} {by_role:?}", holds.len());
     for (resource, c) in &findings.counters {
@@ -271,7 +272,7 @@ fn report(
         findings.closest_after_signal,
         findings.applied_across_signal
     );
-    println!("soak: faults {faults_total} {faults:?}");
+    println!("soak: faults {} {faults:?}", shared.fault_total());
     println!("soak: events {:?}", lock(&shared.events));
     println!("soak: lock nodes gone {cleanup:.1?} after the last session closed");
     for v in findings.violations.iter().take(PRINTED_VIOLATIONS) {

@@ -38,7 +38,7 @@ pub struct Violation {
 /// Figures of one counter.
 #[derive(Debug, Clone, Default)]
 pub struct CounterFigures {
-    /// Its value at the end.
+    /// Its value at the end (-1 while the run goes on).
     pub value: i64,
     /// Writes the server applied, by style.
     pub applied_fenced: u64,
@@ -124,8 +124,13 @@ pub fn describe(shared: &Shared, h: &Hold) -> String {
     s
 }
 
-/// Runs every check.
-pub fn check(shared: &Shared, holds: &[Hold], finals: &BTreeMap<Resource, i64>) -> Findings {
+/// Runs every check; without the counters' final values (a check while the run goes on),
+/// those of the final values are left out.
+pub fn check(
+    shared: &Shared,
+    holds: &[Hold],
+    finals: Option<&BTreeMap<Resource, i64>>,
+) -> Findings {
     let mut f = Findings::default();
     for resource in [Resource::Queue, Resource::Exclusive] {
         let mine: Vec<&Hold> = holds
@@ -134,7 +139,8 @@ pub fn check(shared: &Shared, holds: &[Hold], finals: &BTreeMap<Resource, i64>) 
             .collect();
         overlaps(shared, &mine, &mut f);
         taken_away(shared, &mine, &mut f);
-        counter(shared, resource, &mine, finals[&resource], &mut f);
+        let value = finals.map(|values| values[&resource]);
+        counter(shared, resource, &mine, value, &mut f);
     }
     for h in holds {
         if let Some(r) = h.reads {
@@ -226,9 +232,15 @@ fn taken_away(shared: &Shared, holds: &[&Hold], f: &mut Findings) {
 }
 
 /// The server's view of one counter.
-fn counter(shared: &Shared, resource: Resource, holds: &[&Hold], value: i64, f: &mut Findings) {
+fn counter(
+    shared: &Shared,
+    resource: Resource,
+    holds: &[&Hold],
+    value: Option<i64>,
+    f: &mut Findings,
+) {
     let mut figures = CounterFigures {
-        value,
+        value: value.unwrap_or(-1),
         ..CounterFigures::default()
     };
     // (mzxid, value written, hold)
@@ -299,6 +311,8 @@ fn counter(shared: &Shared, resource: Resource, holds: &[&Hold], value: i64, f: 
     }
     let confirmed = applied.len() as i64;
     let uncertain = figures.uncertain as i64;
+    f.counters.insert(resource, figures);
+    let Some(value) = value else { return };
     if value < confirmed {
         f.violation(
             "lost update",
@@ -319,5 +333,4 @@ fn counter(shared: &Shared, resource: Resource, holds: &[&Hold], value: i64, f: 
             ),
         );
     }
-    f.counters.insert(resource, figures);
 }

@@ -145,7 +145,12 @@ pub async fn run(spec: Spec, shared: Arc<Shared>) -> Option<Client> {
                     ACQUIRE_GRACE,
                     ACQUIRE_LIMIT
                 );
-                current = None;
+                // Closed, not just dropped: tasks of the lock may still hold the client.
+                if let Some((old, _)) = current.take() {
+                    tokio::spawn(async move {
+                        let _ = tokio::time::timeout(Duration::from_secs(10), old.close()).await;
+                    });
+                }
             }
         }
         let ms = rng.gen_range(0..30);

@@ -5,7 +5,6 @@
 //! the next; the two lanes overlap. Kinds are dealt from a shuffled deck, so even a short run
 //! sees each kind.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures_util::future::join_all;
@@ -20,9 +19,6 @@ use super::{Role, Shared};
 
 /// Bound on the faults of one lane (the run's time ends it long before).
 const MAX_FAULTS: usize = 1_000_000;
-
-/// Counts by kind (and a few details, such as dropped create replies that really fired).
-pub type Counts = BTreeMap<&'static str, u64>;
 
 /// What the faults act on.
 pub struct Target<'a> {
@@ -84,22 +80,18 @@ impl Fault {
     }
 }
 
-/// Runs both lanes until `target.stop_at` (the fault in progress is healed first).
-pub async fn run(target: &Target<'_>, seed: u64) -> Counts {
-    let (mut members, network) = tokio::join!(
+/// Runs both lanes until `target.stop_at` (the fault in progress is healed first), counting
+/// faults in `target.shared`.
+pub async fn run(target: &Target<'_>, seed: u64) {
+    tokio::join!(
         lane(target, &Fault::MEMBER, seed ^ 0x6d65_6d62),
         lane(target, &Fault::NETWORK, seed ^ 0x6e65_7477),
     );
-    for (kind, n) in network {
-        *members.entry(kind).or_default() += n;
-    }
-    members
 }
 
-async fn lane(t: &Target<'_>, kinds: &[Fault], seed: u64) -> Counts {
+async fn lane(t: &Target<'_>, kinds: &[Fault], seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut deck: Vec<Fault> = Vec::new();
-    let mut counts = Counts::new();
     for _ in 0..MAX_FAULTS {
         let gap = Duration::from_millis(rng.gen_range(500..3000));
         tokio::time::sleep_until((Instant::now() + gap).min(t.stop_at)).await;
@@ -111,12 +103,8 @@ async fn lane(t: &Target<'_>, kinds: &[Fault], seed: u64) -> Counts {
             deck.shuffle(&mut rng);
         }
         let Some(fault) = deck.pop() else { break };
-        *counts.entry(fault.label()).or_default() += 1;
-        if let Some(detail) = inject(t, fault, &mut rng).await {
-            *counts.entry(detail).or_default() += 1;
-        }
+        inject(t, fault, &mut rng).await;
     }
-    counts
 }
 
 fn note(t: &Target<'_>, what: String) {
@@ -127,8 +115,8 @@ fn millis(rng: &mut StdRng, range: std::ops::Range<u64>) -> Duration {
     Duration::from_millis(rng.gen_range(range))
 }
 
-/// Injects one fault and heals it; returns a detail worth counting, if any.
-async fn inject(t: &Target<'_>, fault: Fault, rng: &mut StdRng) -> Option<&'static str> {
+/// Injects one fault, counts it, and heals it.
+async fn inject(t: &Target<'_>, fault: Fault, rng: &mut StdRng) {
     let members = t.ens.len();
     let victim = rng.gen_range(0..t.proxies.len());
     let who = format!("contender {victim} ({})", t.roles[victim].label());
@@ -142,7 +130,12 @@ async fn inject(t: &Target<'_>, fault: Fault, rng: &mut StdRng) -> Option<&'stat
             };
             let member = leader.unwrap_or_else(|| rng.gen_range(0..members));
             let down = millis(rng, 500..3000);
-            let role = if leader.is_some() { " (leader)" } else { "" };
+            // No leader to be found (an election under way): a member it is.
+            let (kind, role) = match leader {
+                Some(_) => (Fault::KillLeader, " (leader)"),
+                None => (Fault::KillMember, ""),
+            };
+            t.shared.fault(kind.label());
             note(
                 t,
                 format!("kill member {member}{role}, restart after {down:.1?}"),
@@ -156,6 +149,7 @@ async fn inject(t: &Target<'_>, fault: Fault, rng: &mut StdRng) -> Option<&'stat
             let mut order: Vec<usize> = (0..members).collect();
             order.shuffle(rng);
             let stopped = &order[..members / 2 + 1];
+            t.shared.fault(fault.label());
             let down = t.session_timeout + millis(rng, 500..2500);
             note(
                 t,
@@ -167,12 +161,14 @@ async fn inject(t: &Target<'_>, fault: Fault, rng: &mut StdRng) -> Option<&'stat
             t.ens.wait_quorum().await;
         }
         Fault::Reset => {
+            t.shared.fault(fault.label());
             note(t, format!("reset the connections of {who}"));
             for p in proxies {
                 p.cut(Cut::Reset);
             }
         }
         Fault::Blackhole => {
+            t.shared.fault(fault.label());
             let span = t.session_timeout.mul_f64(rng.gen_range(0.5..1.6));
             note(t, format!("blackhole {who} for {span:.1?}"));
             set_modes(proxies, Mode::Blackhole);
@@ -184,12 +180,14 @@ async fn inject(t: &Target<'_>, fault: Fault, rng: &mut StdRng) -> Option<&'stat
             let open = proxies.iter().position(|p| p.stats().open > 0);
             let p = &proxies[open.unwrap_or_else(|| rng.gen_range(0..proxies.len()))];
             note(t, format!("drop the next create reply of {who}"));
+            t.shared.fault(fault.label());
             p.drop_next_create_reply();
             if p.wait_create_reply_dropped(Duration::from_secs(3)).await {
-                return Some("drop create reply (fired within 3 s)");
+                t.shared.fault("drop create reply (fired within 3 s)");
             }
         }
         Fault::Delay => {
+            t.shared.fault(fault.label());
             let delay = millis(rng, 10..600);
             let span = millis(rng, 1000..4000);
             note(t, format!("delay {who} by {delay:.1?} for {span:.1?}"));
@@ -198,7 +196,6 @@ async fn inject(t: &Target<'_>, fault: Fault, rng: &mut StdRng) -> Option<&'stat
             set_modes(proxies, Mode::Pass);
         }
     }
-    None
 }
 
 fn set_modes(proxies: &[Proxy], mode: Mode) {

@@ -271,6 +271,9 @@ pub struct Shared {
     pub holds: Mutex<Vec<Hold>>,
     /// Counts of everything that is not a hold (errors, skipped writes, sessions...).
     pub events: Mutex<BTreeMap<String, u64>>,
+    /// Faults injected so far, by kind (and a detail or two, such as dropped create replies
+    /// that really fired).
+    pub faults: Mutex<BTreeMap<&'static str, u64>>,
     /// `SOAK_TRACE` is set: print every hold and failed acquisition as it happens.
     pub trace: bool,
 }
@@ -283,6 +286,7 @@ impl Shared {
             stop: CancellationToken::new(),
             holds: Mutex::new(Vec::new()),
             events: Mutex::new(BTreeMap::new()),
+            faults: Mutex::new(BTreeMap::new()),
             trace: std::env::var_os("SOAK_TRACE").is_some(),
         }
     }
@@ -292,14 +296,23 @@ impl Shared {
         *lock(&self.events).entry(event.into()).or_default() += 1;
     }
 
+    /// Counts one fault of kind `kind`.
+    pub fn fault(&self, kind: &'static str) {
+        *lock(&self.faults).entry(kind).or_default() += 1;
+    }
+
+    /// Faults so far (details in parentheses not included).
+    pub fn fault_total(&self) -> u64 {
+        lock(&self.faults)
+            .iter()
+            .filter(|(kind, _)| !kind.contains('('))
+            .map(|(_, n)| n)
+            .sum()
+    }
+
     /// Seconds since the start, for printing.
     pub fn secs(&self, at: Instant) -> f64 {
         at.saturating_duration_since(self.t0).as_secs_f64()
-    }
-
-    /// How many holds are logged so far.
-    pub fn rounds(&self) -> usize {
-        lock(&self.holds).len()
     }
 }
 

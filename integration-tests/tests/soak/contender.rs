@@ -265,22 +265,27 @@ async fn hold(
         Some(style) => record.write = work.write(spec.role.resource(), style, rng).await,
         None => record.reads = work.read_twice(rng).await,
     }
-    // Half the holders told "suspended" wait (bounded) to learn whether the lock comes back
-    // or is lost before they release, writing nothing meanwhile, as a careful holder would.
-    // While they wait, the lock may pass on if their session expires: an overlap after a
-    // signal, which the checks allow.
-    if !work.look() && guard.state() == LockState::Suspended && rng.gen_bool(0.5) {
-        let mut states = guard.state_watcher();
-        let outcome = tokio::time::timeout(
-            spec.session_timeout * 2,
-            states.wait_for(|s| *s != LockState::Suspended),
-        )
-        .await;
-        shared.count(match outcome {
-            Ok(Ok(s)) if *s == LockState::Held => "suspension waited out: held again",
-            Ok(_) => "suspension waited out: lost",
-            Err(_) => "suspension waited out: still suspended",
-        });
+    // Half the holders that saw a signal finish slowly, writing nothing: if suspended they
+    // wait (bounded) to learn whether the lock comes back or is lost, as a careful holder
+    // would, then they linger up to a session timeout before releasing. Meanwhile the lock
+    // may pass on (their session expired): an overlap after a signal, which the checks allow
+    // and measure (how long after the signal the next holder got the lock).
+    if !work.look() && rng.gen_bool(0.5) {
+        if guard.state() == LockState::Suspended {
+            let mut states = guard.state_watcher();
+            let outcome = tokio::time::timeout(
+                spec.session_timeout * 2,
+                states.wait_for(|s| *s != LockState::Suspended),
+            )
+            .await;
+            shared.count(match outcome {
+                Ok(Ok(s)) if *s == LockState::Held => "suspension waited out: held again",
+                Ok(_) => "suspension waited out: lost",
+                Err(_) => "suspension waited out: still suspended",
+            });
+        }
+        let linger = rng.gen_range(Duration::ZERO..spec.session_timeout);
+        tokio::time::sleep(linger).await;
     }
     record.released = Instant::now();
     recorder.abort();

@@ -18,6 +18,36 @@ pub const DEFAULT_MAX_OUTSTANDING: usize = 1024;
 /// unread (see [`ClientBuilder::watch_buffer`]).
 pub const DEFAULT_WATCH_BUFFER: usize = 4096;
 
+// The constructors of `Client` live here, beside the builder they return, so that the
+// client module does not import this one (imports go one way: builder -> client).
+impl Client {
+    /// A builder for a connect string `"host1:2181,host2:2181/optional/chroot"`.
+    ///
+    /// ```no_run
+    /// # async fn f() -> zk_client::Result<()> {
+    /// let client = zk_client::Client::builder("127.0.0.1:2181").read_only(true).connect().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn builder(connect_string: &str) -> ClientBuilder {
+        ClientBuilder::new(connect_string)
+    }
+
+    /// Connects with the default settings and waits for the session.
+    ///
+    /// ```no_run
+    /// # async fn f() -> zk_client::Result<()> {
+    /// let client = zk_client::Client::connect("127.0.0.1:2181/app").await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// See [`ClientBuilder::connect`].
+    pub async fn connect(connect_string: &str) -> Result<Client> {
+        Self::builder(connect_string).connect().await
+    }
+}
+
 /// Configures and connects a [`Client`].
 ///
 /// ```no_run

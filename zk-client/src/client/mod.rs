@@ -28,7 +28,6 @@ use zk_proto::records::{
 };
 use zk_proto::{decode_prefix, OpCode, Record, Stat};
 
-use crate::builder::ClientBuilder;
 use crate::command::{Command, Request, WatchAction};
 use crate::error::{Error, Result};
 use crate::path::Chroot;
@@ -103,32 +102,6 @@ pub(crate) fn encode<R: Record>(record: &R) -> Bytes {
 }
 
 impl Client {
-    /// A builder for a connect string `"host1:2181,host2:2181/optional/chroot"`.
-    ///
-    /// ```no_run
-    /// # async fn f() -> zk_client::Result<()> {
-    /// let client = zk_client::Client::builder("127.0.0.1:2181").read_only(true).connect().await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn builder(connect_string: &str) -> ClientBuilder {
-        ClientBuilder::new(connect_string)
-    }
-
-    /// Connects with the default settings and waits for the session.
-    ///
-    /// ```no_run
-    /// # async fn f() -> zk_client::Result<()> {
-    /// let client = zk_client::Client::connect("127.0.0.1:2181/app").await?;
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// See [`ClientBuilder::connect`].
-    pub async fn connect(connect_string: &str) -> Result<Client> {
-        Self::builder(connect_string).connect().await
-    }
-
     /// A handle on the connection task that `tx` feeds and `info` follows.
     pub(crate) fn new(
         tx: mpsc::UnboundedSender<Command>,

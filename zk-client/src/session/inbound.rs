@@ -28,6 +28,8 @@ impl Session {
         }
     }
 
+    /// The handshake's answer: the session is gone, replaced, or (re)established, in which
+    /// case the connection is primed.
     fn handle_connect_response(
         &mut self,
         mut frame: Bytes,
@@ -42,6 +44,14 @@ impl Session {
             self.terminate(SessionState::Expired);
             return Ok(());
         }
+        self.check_same_session(&resp)?;
+        self.accept_session(&resp, now);
+        self.prime_connection(now);
+        Ok(())
+    }
+
+    /// A resume must be answered with the same session id.
+    fn check_same_session(&mut self, resp: &ConnectResponse) -> Result<(), Disconnect> {
         let resumed = self.seen_rw && self.session_id != 0;
         if resumed && resp.session_id != self.session_id {
             // A server never answers a resume with another session: the old one is gone
@@ -63,9 +73,14 @@ impl Session {
                 "new session id"
             );
         }
+        Ok(())
+    }
+
+    /// Takes the session's id, password and timeout, and publishes the connected state.
+    fn accept_session(&mut self, resp: &ConnectResponse, now: Instant) {
         self.session_id = resp.session_id;
-        self.password = resp.passwd;
-        self.negotiated = Duration::from_millis(resp.timeout as u64);
+        self.password = resp.passwd.clone();
+        self.negotiated = Duration::from_millis(u64::try_from(resp.timeout).unwrap_or(0));
         (self.read_timeout, self.ping_interval) = timers::connection_timers(self.negotiated);
         self.seen_rw |= !resp.read_only;
         self.epoch += 1;
@@ -90,8 +105,11 @@ impl Session {
             read_only = resp.read_only,
             "session established"
         );
+    }
 
-        // Credentials first, then watches, then whatever was queued.
+    /// Credentials first, then watches, then whatever was queued: the server applies them in
+    /// that order (Java's `ClientCnxn.primeConnection`).
+    fn prime_connection(&mut self, now: Instant) {
         self.auth_waiters.clear();
         for auth in &self.auths {
             write_packet(&mut self.out, special::AUTH, OpCode::Auth, auth);
@@ -108,7 +126,6 @@ impl Session {
         }
         self.last_send = now;
         self.fill_window(now);
-        Ok(())
     }
 
     fn handle_reply(&mut self, mut frame: Bytes, now: Instant) -> Result<(), Disconnect> {

@@ -581,48 +581,54 @@ impl Session {
     /// The deadline from `poll_timeout` passed (or any time: early calls do nothing).
     pub(crate) fn handle_timeout(&mut self, now: Instant) -> Result<(), Disconnect> {
         match self.phase {
-            Phase::Terminal => return Ok(()),
-            Phase::Reaping { until, step } => return self.reap_timeout(until, step, now),
-            Phase::Connected { .. } => {
-                if self.closing.is_some_and(|deadline| now >= deadline) {
-                    warn!("no reply to closeSession: closing locally");
-                    self.terminate(SessionState::Closed);
-                    return Ok(());
-                }
-                if let Some(limit) = self.cfg.request_timeout {
-                    let overdue = self.pending.fail_sent_before(
-                        now,
-                        limit,
-                        &Error::Timeout,
-                        &mut self.events,
-                    );
-                    if overdue {
-                        warn!(
-                            timeout_ms = limit.as_millis() as u64,
-                            "no reply within the request timeout: dropping the connection"
-                        );
-                        return Err(Disconnect::RequestTimeout);
-                    }
-                }
-                if now >= self.last_recv + self.read_timeout {
-                    warn!(
-                        silent_ms = now.duration_since(self.last_recv).as_millis() as u64,
-                        "server silent for the read timeout"
-                    );
-                    return Err(Disconnect::ReadTimeout);
-                }
-                if now >= self.last_send + self.ping_interval {
-                    trace!("ping");
-                    write_packet(&mut self.out, special::PING, OpCode::Ping, &[]);
-                    self.last_send = now;
-                }
-                return Ok(());
-            }
-            Phase::Handshaking { .. } | Phase::Idle => {}
+            Phase::Terminal => Ok(()),
+            Phase::Reaping { until, step } => self.reap_timeout(until, step, now),
+            Phase::Connected { .. } => self.connected_timeout(now),
+            Phase::Handshaking { .. } | Phase::Idle => self.disconnected_timeout(now),
         }
-        // Not connected. No server has answered for a whole session timeout: the ensemble
-        // has expired the session (or will within a tick); report it rather than wait for a
-        // server to say so, which may be never during a partition.
+    }
+
+    /// Deadlines of a connection with a session: the closeSession reply, the request
+    /// timeout, the read timeout, the ping.
+    fn connected_timeout(&mut self, now: Instant) -> Result<(), Disconnect> {
+        if self.closing.is_some_and(|deadline| now >= deadline) {
+            warn!("no reply to closeSession: closing locally");
+            self.terminate(SessionState::Closed);
+            return Ok(());
+        }
+        if let Some(limit) = self.cfg.request_timeout {
+            let overdue =
+                self.pending
+                    .fail_sent_before(now, limit, &Error::Timeout, &mut self.events);
+            if overdue {
+                warn!(
+                    timeout_ms = limit.as_millis() as u64,
+                    "no reply within the request timeout: dropping the connection"
+                );
+                return Err(Disconnect::RequestTimeout);
+            }
+        }
+        if now >= self.last_recv + self.read_timeout {
+            warn!(
+                silent_ms = now.duration_since(self.last_recv).as_millis() as u64,
+                "server silent for the read timeout"
+            );
+            return Err(Disconnect::ReadTimeout);
+        }
+        if now >= self.last_send + self.ping_interval {
+            trace!("ping");
+            write_packet(&mut self.out, special::PING, OpCode::Ping, &[]);
+            self.last_send = now;
+        }
+        Ok(())
+    }
+
+    /// Deadlines without a session on the connection: the local give-up, the calls waiting
+    /// for a connection, the handshake.
+    fn disconnected_timeout(&mut self, now: Instant) -> Result<(), Disconnect> {
+        // No server has answered for a whole session timeout: the ensemble has expired the
+        // session (or will within a tick), or cannot serve it (a quorum loss); report it
+        // rather than wait for a server to say so, which may be never during a partition.
         if let Some(heard) = self.last_heard {
             if now >= heard + self.negotiated {
                 warn!("no server answered for the session timeout: session expired");
@@ -633,18 +639,17 @@ impl Session {
         while let Some(w) = self.waiting.front() {
             match w.deadline {
                 Some(d) if now >= d => {
-                    let w = self.waiting.pop_front().expect("front exists");
-                    self.events.reply(w.req.reply, Err(Error::ConnectionLoss));
+                    if let Some(w) = self.waiting.pop_front() {
+                        self.events.reply(w.req.reply, Err(Error::ConnectionLoss));
+                    }
                 }
                 _ => break,
             }
         }
-        if let Phase::Handshaking { deadline } = self.phase {
-            if now >= deadline {
-                return Err(Disconnect::HandshakeTimeout);
-            }
+        match self.phase {
+            Phase::Handshaking { deadline } if now >= deadline => Err(Disconnect::HandshakeTimeout),
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     // ===== internals =====

@@ -235,6 +235,7 @@ async fn hold(
     rng: &mut StdRng,
 ) -> Hold {
     let acquired = Instant::now();
+    lock(&shared.holding).insert(spec.id);
     let epoch = client.connection_epoch();
     let slot: SignalSlot = Arc::default();
     // Watchers first, then a look: a change in between is seen by one or the other.
@@ -288,6 +289,7 @@ async fn hold(
         tokio::time::sleep(linger).await;
     }
     record.released = Instant::now();
+    lock(&shared.holding).remove(&spec.id);
     recorder.abort();
     record.signal = *lock(&slot);
     if record.signal.is_some() {

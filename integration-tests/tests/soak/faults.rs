@@ -1,9 +1,9 @@
 //! The fault lanes: one breaks ensemble members (a member or the leader killed and restarted,
 //! quorum lost for longer than a session), the other a contender's network (its connections
 //! reset, a partition a bit shorter or longer than its session, a dropped create reply,
-//! delays). Each lane injects a fault every 0.5-3 s and heals it within a bounded time before
-//! the next; the two lanes overlap. Kinds are dealt from a shuffled deck, so even a short run
-//! sees each kind.
+//! delays; half of these aim at a contender holding a lock). Each lane injects a fault every
+//! 0.5-3 s and heals it within a bounded time before the next; the two lanes overlap. Kinds
+//! are dealt from a shuffled deck, so even a short run sees each kind.
 
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use tokio::time::Instant;
 
-use super::{Role, Shared};
+use super::{lock, Role, Shared};
 
 /// Bound on the faults of one lane (the run's time ends it long before).
 const MAX_FAULTS: usize = 1_000_000;
@@ -118,7 +118,12 @@ fn millis(rng: &mut StdRng, range: std::ops::Range<u64>) -> Duration {
 /// Injects one fault, counts it, and heals it.
 async fn inject(t: &Target<'_>, fault: Fault, rng: &mut StdRng) {
     let members = t.ens.len();
-    let victim = rng.gen_range(0..t.proxies.len());
+    // Half the network faults aim at a contender holding a lock, if one does.
+    let holders: Vec<usize> = lock(&t.shared.holding).iter().copied().collect();
+    let victim = match holders.choose(rng) {
+        Some(&holder) if rng.gen_bool(0.5) => holder,
+        _ => rng.gen_range(0..t.proxies.len()),
+    };
     let who = format!("contender {victim} ({})", t.roles[victim].label());
     let proxies = &t.proxies[victim];
     match fault {

@@ -7,7 +7,7 @@ pub mod check;
 pub mod contender;
 pub mod faults;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -274,6 +274,8 @@ pub struct Shared {
     /// Faults injected so far, by kind (and a detail or two, such as dropped create replies
     /// that really fired).
     pub faults: Mutex<BTreeMap<&'static str, u64>>,
+    /// Contenders holding a lock now (from `acquire` to `release`), for faults to aim at.
+    pub holding: Mutex<BTreeSet<usize>>,
     /// `SOAK_TRACE` is set: print every hold and failed acquisition as it happens.
     pub trace: bool,
 }
@@ -287,6 +289,7 @@ impl Shared {
             holds: Mutex::new(Vec::new()),
             events: Mutex::new(BTreeMap::new()),
             faults: Mutex::new(BTreeMap::new()),
+            holding: Mutex::new(BTreeSet::new()),
             trace: std::env::var_os("SOAK_TRACE").is_some(),
         }
     }

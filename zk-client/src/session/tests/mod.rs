@@ -537,13 +537,31 @@ fn shutdown_sends_close_session() {
     f.disconnect(&Disconnect::Transport, f.now);
     assert_eq!(f.s.state(), SessionState::Closed);
     assert!(f.s.is_reaping());
-    f.tcp_up(f.now);
-    f.sent();
-    f.frame(connect_response(0x42, 9000), f.now).unwrap();
-    let (xid, op, _) = f.sent()[0].packet();
-    assert_eq!(op, OpCode::CloseSession.as_i32());
-    f.reply(xid, 4, ErrorCode::Ok, b"").unwrap();
-    assert!(f.s.is_done());
+    f.reap_on_next_connection();
+}
+
+impl Fixture {
+    /// A reaping session reaches a server: it resumes the old session, sends nothing but
+    /// closeSession, and is done once that is answered.
+    fn reap_on_next_connection(&mut self) {
+        self.tcp_up(self.now);
+        let sent = self.sent();
+        let Some(Sent::Connect(req)) = sent.first() else {
+            panic!("no ConnectRequest: {sent:?}");
+        };
+        assert_eq!(req.session_id, 0x42, "the old session");
+        assert_eq!(&req.passwd[..], b"0123456789abcdef");
+        let state = self.s.state();
+        self.frame(connect_response(0x42, 9000), self.now).unwrap();
+        let sent = self.sent();
+        assert_eq!(sent.len(), 1, "only closeSession: {sent:?}");
+        let (xid, op, _) = sent[0].packet();
+        assert_eq!(op, OpCode::CloseSession.as_i32());
+        assert_eq!(self.s.state(), state, "never reported as alive again");
+        self.reply(xid, 9, ErrorCode::Ok, b"").unwrap();
+        assert!(self.s.is_done());
+        assert_eq!(self.s.poll_timeout(), None);
+    }
 }
 
 fn connect_response(session_id: i64, timeout_ms: i32) -> Bytes {
@@ -575,27 +593,9 @@ fn a_given_up_session_is_resumed_only_to_be_closed() {
     // Calls fail at once, as with any expired session.
     let mut call = f.get_data("/root/a");
     assert!(matches!(call.try_recv(), Ok(Err(Error::SessionExpired))));
-    let now = f.at(TIMEOUT + Duration::from_secs(1));
-    f.tcp_up(now);
-    let sent = f.sent();
-    let Some(Sent::Connect(req)) = sent.first() else {
-        panic!("no ConnectRequest: {sent:?}");
-    };
-    assert_eq!(req.session_id, 0x42, "the old session");
-    assert_eq!(&req.passwd[..], b"0123456789abcdef");
-    f.frame(connect_response(0x42, 9000), now).unwrap();
-    let sent = f.sent();
-    assert_eq!(sent.len(), 1, "only closeSession: {sent:?}");
-    let (xid, op, _) = sent[0].packet();
-    assert_eq!(op, OpCode::CloseSession.as_i32());
-    assert_eq!(
-        f.s.state(),
-        SessionState::Expired,
-        "never reported as alive again"
-    );
-    f.reply(xid, 9, ErrorCode::Ok, b"").unwrap();
-    assert!(f.s.is_done());
-    assert_eq!(f.s.poll_timeout(), None);
+    f.at(TIMEOUT + Duration::from_secs(1));
+    f.reap_on_next_connection();
+    assert_eq!(f.s.state(), SessionState::Expired);
 }
 
 #[test]
@@ -656,13 +656,7 @@ fn close_while_disconnected_closes_the_session_on_the_server_later() {
     assert!(close.try_recv().unwrap().is_ok());
     assert_eq!(f.s.state(), SessionState::Closed);
     assert!(f.s.is_reaping());
-    f.tcp_up(f.now);
-    f.sent();
-    f.frame(connect_response(0x42, 9000), f.now).unwrap();
-    let (xid, op, _) = f.sent()[0].packet();
-    assert_eq!(op, OpCode::CloseSession.as_i32());
-    f.reply(xid, 3, ErrorCode::Ok, b"").unwrap();
-    assert!(f.s.is_done());
+    f.reap_on_next_connection();
     assert_eq!(f.s.state(), SessionState::Closed);
 }
 

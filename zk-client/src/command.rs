@@ -33,6 +33,24 @@ pub(crate) struct Request {
     pub(crate) watch: Option<WatchAction>,
 }
 
+impl Request {
+    /// A request and the receiver of its reply.
+    pub(crate) fn new(
+        op: OpCode,
+        body: Bytes,
+        watch: Option<WatchAction>,
+    ) -> (Request, oneshot::Receiver<Result<Bytes>>) {
+        let (reply, rx) = oneshot::channel();
+        let request = Request {
+            op,
+            body,
+            reply,
+            watch,
+        };
+        (request, rx)
+    }
+}
+
 /// The kind of a watch registration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum WatchKind {

@@ -214,20 +214,12 @@ impl Fuzz<'_> {
         } else {
             watch
         };
-        let (reply, rx) = oneshot::channel();
+        let (request, rx) = Request::new(op, body, watch);
         if pick & 0x20 == 0 {
             self.receivers.push(rx);
         }
         self.submitted += 1;
-        self.s.handle_command(
-            Command::Request(Request {
-                op,
-                body,
-                reply,
-                watch,
-            }),
-            self.now,
-        );
+        self.s.handle_command(Command::Request(request), self.now);
     }
 
     fn drain(&mut self) {

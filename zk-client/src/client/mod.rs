@@ -123,15 +123,10 @@ impl Client {
 
     /// Hands a request to the connection task (in call order) and returns its reply.
     pub(crate) fn request(&self, op: OpCode, body: Bytes, watch: Option<WatchAction>) -> Pending {
-        let (reply, rx) = oneshot::channel();
+        let (request, rx) = Request::new(op, body, watch);
         // If the task is gone the request is dropped with its reply sender and `Pending`
         // resolves to the terminal error.
-        let _ = self.inner.tx.send(Command::Request(Request {
-            op,
-            body,
-            reply,
-            watch,
-        }));
+        let _ = self.inner.tx.send(Command::Request(request));
         Pending {
             rx,
             info: self.inner.info.clone(),

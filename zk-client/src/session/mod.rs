@@ -341,16 +341,8 @@ impl Session {
         if self.is_terminal() || self.closing.is_some() {
             return;
         }
-        let (reply, _) = oneshot::channel();
-        self.submit(
-            Request {
-                op: OpCode::CloseSession,
-                body: Bytes::new(),
-                reply,
-                watch: None,
-            },
-            now,
-        );
+        let (request, _) = Request::new(OpCode::CloseSession, Bytes::new(), None);
+        self.submit(request, now);
     }
 
     fn submit(&mut self, req: Request, now: Instant) {
@@ -482,16 +474,8 @@ impl Session {
                 watcher_type: watcher_type as i32,
             }
             .encode(&mut body);
-            let (reply, _) = oneshot::channel();
-            self.submit(
-                Request {
-                    op: OpCode::RemoveWatches,
-                    body: body.freeze(),
-                    reply,
-                    watch: None,
-                },
-                now,
-            );
+            let (request, _) = Request::new(OpCode::RemoveWatches, body.freeze(), None);
+            self.submit(request, now);
         }
     }
 

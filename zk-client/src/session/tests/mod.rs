@@ -190,16 +190,8 @@ impl Fixture {
         body: Bytes,
         watch: Option<WatchAction>,
     ) -> oneshot::Receiver<Result<Bytes>> {
-        let (reply, rx) = oneshot::channel();
-        self.command(
-            Command::Request(Request {
-                op,
-                body,
-                reply,
-                watch,
-            }),
-            self.now,
-        );
+        let (request, rx) = Request::new(op, body, watch);
+        self.command(Command::Request(request), self.now);
         rx
     }
 

@@ -363,7 +363,7 @@ async fn wait_children(
 ) -> Res<()> {
     let deadline = Instant::now() + limit;
     loop {
-        let (children, _) = client.get_children(path).await?;
+        let children = client.get_children(path).await?;
         if children.len() == want {
             return Ok(());
         }
@@ -580,7 +580,7 @@ pub(crate) async fn w4_bare(ctx: &Ctx, round: usize) -> Res<Sample> {
                     let (ours, _) = c.create(&prefix, b"", &opts).await?;
                     let ours = ours.rsplit('/').next().unwrap_or_default().to_owned();
                     loop {
-                        let (mut children, _) = c.get_children(&base).await?;
+                        let mut children = c.get_children(&base).await?;
                         children.sort_by(|a, b| seq_of(a).cmp(seq_of(b)));
                         let at = children
                             .iter()

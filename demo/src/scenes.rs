@@ -34,7 +34,7 @@ async fn wait_queue(client: &Client, path: &str, n: usize) -> Result<()> {
     let end = Instant::now() + LIMIT;
     loop {
         let len = match client.get_children(path).await {
-            Ok((c, _)) => c.len(),
+            Ok(c) => c.len(),
             Err(zk_client::Error::NoNode) => 0,
             Err(e) => return Err(fail("list queue", e)),
         };
@@ -186,7 +186,7 @@ async fn protected_create(t: &Target) -> Result<()> {
         return Err("the session changed".into());
     }
     println!("   the client reconnected with the same session 0x{sid:x}");
-    let (queue, _) = admin
+    let queue = admin
         .get_children("/reports")
         .await
         .map_err(|e| fail("list", e))?;

@@ -180,10 +180,17 @@ async fn children_counts_and_ephemerals() {
     c.create("/p/a2/x", b"", &CreateOptions::persistent())
         .await
         .unwrap();
-    let (mut children, stat) = c.get_children("/p").await.unwrap();
+    let (mut children, stat) = c.get_children_with_stat("/p").await.unwrap();
     children.sort();
     assert_eq!(children, ["a", "a2", "b", "c"]);
     assert_eq!(stat.num_children, 4);
+    let mut plain = c.get_children("/p").await.unwrap();
+    plain.sort();
+    assert_eq!(plain, children);
+    assert!(matches!(
+        c.get_children_with_stat("/nope").await,
+        Err(Error::NoNode)
+    ));
     assert!(matches!(c.get_children("/nope").await, Err(Error::NoNode)));
     assert_eq!(c.get_all_children_number("/p").await.unwrap(), 5);
     assert!(matches!(
@@ -314,7 +321,7 @@ async fn chroot_is_added_and_stripped() {
         .await
         .unwrap()
         .is_some());
-    let (children, _) = rooted.get_children("/").await.unwrap();
+    let children = rooted.get_children("/").await.unwrap();
     assert_eq!(children, ["n0000000000"]);
     assert!(rooted.exists("/").await.unwrap().is_some());
     rooted.close().await.unwrap();

@@ -124,7 +124,7 @@ async fn ten_thousand_in_order(test: &str, batch_reads: bool) {
         }
     })
     .await;
-    let (children, _) = c.get_children("/seq").await.unwrap();
+    let children = c.get_children("/seq").await.unwrap();
     assert_eq!(children.len(), 2_000);
     c.close().await.unwrap();
 }

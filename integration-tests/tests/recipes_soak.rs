@@ -208,7 +208,7 @@ async fn progress(shared: &Shared, stop_at: Instant) {
 /// Every node under the lock paths (queue children, the exclusive node), with its owner.
 async fn lock_nodes(admin: &Client) -> Vec<String> {
     let mut found = Vec::new();
-    if let Ok((children, _)) = admin.get_children(soak::QUEUE_LOCK).await {
+    if let Ok(children) = admin.get_children(soak::QUEUE_LOCK).await {
         for c in children {
             let path = format!("{}/{c}", soak::QUEUE_LOCK);
             if let Ok(Some(stat)) = admin.exists(&path).await {

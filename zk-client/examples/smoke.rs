@@ -26,7 +26,7 @@ async fn main() -> zk_client::Result<()> {
     println!("set v{}", st.version);
     println!("event {:?}", w.await?);
     println!("persistent {:?}", pw.next().await?);
-    println!("children {:?}", client.get_children("/smoke").await?.0);
+    println!("children {:?}", client.get_children("/smoke").await?);
     println!("exists missing {:?}", client.exists("/smoke/zz").await?);
     println!(
         "multi {:?}",

@@ -29,7 +29,7 @@ pub async fn connect(hosts: &str) -> Client {
 /// Children of `path` (empty when it does not exist).
 pub async fn children(client: &Client, path: &str) -> Vec<String> {
     match client.get_children(path).await {
-        Ok((mut c, _)) => {
+        Ok(mut c) => {
             c.sort();
             c
         }

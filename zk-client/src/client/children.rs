@@ -4,7 +4,8 @@ use std::future::Future;
 
 use zk_proto::records::{
     GetAllChildrenNumberRequest, GetAllChildrenNumberResponse, GetChildren2Request,
-    GetChildren2Response, GetEphemeralsRequest, GetEphemeralsResponse,
+    GetChildren2Response, GetChildrenRequest, GetChildrenResponse, GetEphemeralsRequest,
+    GetEphemeralsResponse,
 };
 use zk_proto::{decode_prefix, OpCode, Stat};
 
@@ -15,20 +16,47 @@ use crate::error::Result;
 use crate::watcher::Watcher;
 
 impl Client {
-    /// The names (not paths) of the node's children, in no particular order, and the
-    /// node's `Stat` (`getChildren2`).
+    /// The names (not paths) of the node's children, in no particular order
+    /// (`getChildren`; Java's `getChildren(path, false)`, Curator's `getChildren()`).
     ///
     /// ```no_run
     /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
-    /// let (mut children, _stat) = client.get_children("/locks").await?;
+    /// let mut children = client.get_children("/locks").await?;
     /// children.sort();
     /// # Ok(()) }
     /// ```
     ///
     /// # Errors
     ///
-    /// `NoNode`, `NoAuth`, plus the session errors.
+    /// `NoNode`, `NoAuth`, `InvalidPath`, plus the session errors.
     pub fn get_children(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<Vec<String>>> + Send + 'static {
+        let reply = self.server_path(path).map(|path| {
+            let body = encode(&GetChildrenRequest { path, watch: false });
+            self.request(OpCode::GetChildren, body, None)
+        });
+        async move {
+            let resp: GetChildrenResponse = decode_prefix(reply?.await?)?;
+            Ok(resp.children)
+        }
+    }
+
+    /// Like [`get_children`](Self::get_children), and also the node's `Stat`
+    /// (`getChildren2`; Java's `getChildren(path, false, stat)`).
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// let (children, stat) = client.get_children_with_stat("/locks").await?;
+    /// assert_eq!(children.len(), stat.num_children as usize);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `NoNode`, `NoAuth`, `InvalidPath`, plus the session errors.
+    pub fn get_children_with_stat(
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Vec<String>, Stat)>> + Send + 'static {
@@ -42,7 +70,8 @@ impl Client {
         }
     }
 
-    /// Like [`get_children`](Self::get_children), and leaves a child watch (fires on
+    /// Like [`get_children_with_stat`](Self::get_children_with_stat), and leaves a child
+    /// watch (fires on
     /// `NodeChildrenChanged` or `NodeDeleted`). No watch is left when the call fails.
     ///
     /// ```no_run

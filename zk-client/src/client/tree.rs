@@ -87,7 +87,7 @@ impl Client {
             for (i, listing) in listings.into_iter().enumerate() {
                 let parent = nodes[level + i].clone();
                 match listing.await {
-                    Ok((children, _)) => nodes.extend(children.iter().map(|c| child(&parent, c))),
+                    Ok(children) => nodes.extend(children.iter().map(|c| child(&parent, c))),
                     Err(Error::NoNode) if level + i > 0 => {}
                     Err(e) => return Err(e),
                 }

@@ -192,7 +192,7 @@ async fn wait_turn(
     for _ in 0..MAX_TURNS {
         let epoch = client.connection_epoch();
         let children = match client.get_children(&spec.base).await {
-            Ok((children, _)) => children,
+            Ok(children) => children,
             Err(e) if e.is_connection_loss() => {
                 wait_connected(client).await?;
                 continue;

@@ -169,7 +169,7 @@ pub(crate) async fn find_own(
 ) -> Result<Option<String>> {
     for _ in 0..CLEANUP_ATTEMPTS {
         match client.get_children(base).await {
-            Ok((children, _)) => {
+            Ok(children) => {
                 return Ok(super::naming::find_by_guid(&children, guid).map(str::to_owned))
             }
             Err(zk_client::Error::NoNode) => return Ok(None),

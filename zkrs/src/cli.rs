@@ -1,0 +1,220 @@
+//! Command-line syntax (clap derive).
+
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::error::{CliError, EXIT_CODES_HELP};
+use crate::time::parse_duration;
+
+/// A ZooKeeper command-line tool: node commands and a lock-queue inspector.
+#[derive(Debug, Parser)]
+#[command(name = "zkrs", version, about, after_help = EXIT_CODES_HELP)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) global: Global,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// Options every command takes.
+#[derive(Debug, Args)]
+pub(crate) struct Global {
+    /// Connect string: host:port[,host:port...][/chroot].
+    #[arg(
+        long,
+        short = 'c',
+        env = "ZK_CONNECT",
+        global = true,
+        default_value = "127.0.0.1:2181"
+    )]
+    pub(crate) connect: String,
+    /// Give up connecting after this long (e.g. 500ms, 5s).
+    #[arg(long, global = true, default_value = "5s", value_parser = parse_duration)]
+    pub(crate) connect_timeout: Duration,
+    /// Session timeout to ask for.
+    #[arg(long, global = true, default_value = "10s", value_parser = parse_duration)]
+    pub(crate) session_timeout: Duration,
+    /// Credentials, `scheme:auth` (e.g. `digest:user:secret`), added before the command.
+    #[arg(long, global = true)]
+    pub(crate) auth: Option<String>,
+    /// Print JSON (one document per line) instead of text; errors go to stderr as JSON too.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// List the children of a node (`-R`: the whole subtree, one path per line).
+    Ls {
+        /// Node path.
+        path: String,
+        /// Recurse into the subtree.
+        #[arg(short = 'R', long)]
+        recursive: bool,
+    },
+    /// Print a node's data.
+    Get {
+        /// Node path.
+        path: String,
+    },
+    /// Set a node's data.
+    Set {
+        /// Node path.
+        path: String,
+        /// New data (UTF-8 text).
+        data: String,
+        /// Only if the node has this version.
+        #[arg(long)]
+        version: Option<i32>,
+    },
+    /// Print a node's stat.
+    Stat {
+        /// Node path.
+        path: String,
+    },
+    /// Create a node (prints the created path).
+    Create(CreateArgs),
+    /// Delete a node (`-R`: with its subtree).
+    Delete {
+        /// Node path.
+        path: String,
+        /// Delete the subtree too.
+        #[arg(short = 'R', long)]
+        recursive: bool,
+        /// Only if the node has this version (not with -R).
+        #[arg(long, conflicts_with = "recursive")]
+        version: Option<i32>,
+    },
+    /// Print events on a node (or its subtree) as they come.
+    Watch(WatchArgs),
+    /// Show the queue of a lock, latch or semaphore: who holds, who waits for whom.
+    Locks(LocksArgs),
+    /// Ask the holder of a lock node to let go (Curator's cooperative revocation).
+    Revoke {
+        /// The lock node (a child of the lock path).
+        node: String,
+    },
+}
+
+/// `create` options.
+#[derive(Debug, Args)]
+pub(crate) struct CreateArgs {
+    /// Node path (with -s, the prefix the server appends a sequence to).
+    pub(crate) path: String,
+    /// Data (UTF-8 text).
+    #[arg(default_value = "")]
+    pub(crate) data: String,
+    /// Ephemeral: deleted when this command's session ends (right after it prints).
+    #[arg(short = 'e', long, conflicts_with = "container")]
+    pub(crate) ephemeral: bool,
+    /// Sequential: the server appends a 10-digit sequence.
+    #[arg(short = 's', long, conflicts_with = "container")]
+    pub(crate) sequential: bool,
+    /// Container: deleted by the server once its last child is gone.
+    #[arg(long)]
+    pub(crate) container: bool,
+    /// Create missing parents (as persistent nodes).
+    #[arg(short = 'p', long)]
+    pub(crate) parents: bool,
+}
+
+/// `watch` options.
+#[derive(Debug, Args)]
+pub(crate) struct WatchArgs {
+    /// Node path.
+    pub(crate) path: String,
+    /// Watch the whole subtree (persistent recursive watch).
+    #[arg(short = 'R', long)]
+    pub(crate) recursive: bool,
+    #[command(flatten)]
+    pub(crate) bound: Bound,
+}
+
+/// `locks` options.
+#[derive(Debug, Args)]
+pub(crate) struct LocksArgs {
+    /// The lock path (the parent of the contenders' nodes).
+    pub(crate) path: String,
+    /// Redraw on every change below the path.
+    #[arg(short = 'w', long)]
+    pub(crate) watch: bool,
+    #[command(flatten)]
+    pub(crate) bound: Bound,
+}
+
+/// Bounds of the streaming commands.
+#[derive(Debug, Args)]
+pub(crate) struct Bound {
+    /// Stop after this many events (watch) or redraws after the first (locks --watch).
+    #[arg(long)]
+    pub(crate) count: Option<u64>,
+    /// Stop after this long (e.g. 30s); the command then exits 0.
+    #[arg(long, value_parser = parse_duration)]
+    pub(crate) timeout: Option<Duration>,
+}
+
+impl Command {
+    /// The path argument of the command.
+    fn path(&self) -> &str {
+        match self {
+            Command::Ls { path, .. }
+            | Command::Get { path }
+            | Command::Set { path, .. }
+            | Command::Stat { path }
+            | Command::Delete { path, .. }
+            | Command::Revoke { node: path } => path,
+            Command::Create(a) => &a.path,
+            Command::Watch(a) => &a.path,
+            Command::Locks(a) => &a.path,
+        }
+    }
+
+    /// Rejects a malformed path before connecting (the server would too, later and vaguer).
+    pub(crate) fn check_paths(&self) -> Result<(), CliError> {
+        check_path(self.path())
+    }
+}
+
+/// ZooKeeper's path rules that matter for typing mistakes.
+pub(crate) fn check_path(path: &str) -> Result<(), CliError> {
+    let bad = |why: &str| Err(CliError::Usage(format!("bad path {path:?}: {why}")));
+    if !path.starts_with('/') {
+        return bad("must start with '/'");
+    }
+    if path.len() > 1 && path.ends_with('/') {
+        return bad("must not end with '/'");
+    }
+    if path.contains("//") {
+        return bad("empty segment ('//')");
+    }
+    if path.split('/').any(|s| s == "." || s == "..") {
+        return bad("'.' and '..' are not allowed");
+    }
+    if path.chars().any(|c| c == '\0' || c.is_control()) {
+        return bad("control characters are not allowed");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths() {
+        assert!(check_path("/").is_ok());
+        assert!(check_path("/a/b-1").is_ok());
+        for bad in ["a", "/a/", "/a//b", "/a/./b", "/a/..", "/a\u{1}"] {
+            let err = check_path(bad).expect_err(bad);
+            assert_eq!(err.exit_code(), 2, "{bad}");
+        }
+    }
+
+    #[test]
+    fn cli_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

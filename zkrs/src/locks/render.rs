@@ -11,7 +11,7 @@ pub(crate) fn table(report: &Report) -> String {
     let mut lines = vec![format!("{}: {} node(s)", report.path, report.entries.len())];
     if !report.entries.is_empty() {
         lines.push(format!(
-            "{:>3}  {:<12} {:<52} {:<12} {:<6} {:>7}  {:<18} {}",
+            "{:>3}  {:<12} {:<55} {:<12} {:<6} {:>7}  {:<18} {}",
             "POS", "STATE", "NODE", "LIBRARY", "KIND", "AGE", "SESSION", "DATA"
         ));
     }
@@ -39,7 +39,7 @@ fn row(e: &Entry) -> String {
         data = data.chars().take(DATA_WIDTH - 1).collect::<String>() + "…";
     }
     format!(
-        "{:>3}  {:<12} {:<52} {:<12} {:<6} {:>7}  {:<18} {}",
+        "{:>3}  {:<12} {:<55} {:<12} {:<6} {:>7}  {:<18} {}",
         e.position,
         state,
         e.name,

@@ -61,12 +61,14 @@ impl EventSender {
             })
             .is_ok();
         if lagging {
+            crate::metrics::watch_event_dropped();
             return !self.tx.is_closed();
         }
         match self.tx.try_send(Ok(event)) {
             Ok(()) => true,
             Err(TrySendError::Full(_)) => {
                 self.shared.missed.fetch_add(1, Ordering::AcqRel);
+                crate::metrics::watch_event_dropped();
                 true
             }
             Err(TrySendError::Closed(_)) => false,

@@ -171,6 +171,7 @@ mod event_queue;
 #[doc(hidden)]
 pub mod fuzzing;
 mod hosts;
+mod metrics;
 mod path;
 mod session;
 mod state;

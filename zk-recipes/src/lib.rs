@@ -48,6 +48,7 @@
 mod error;
 mod guard;
 pub mod lock;
+mod metrics;
 mod state;
 
 pub use error::{Error, LossReason, Result};

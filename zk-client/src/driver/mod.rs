@@ -250,6 +250,7 @@ impl<C: Connector> Driver<C> {
         if link.established.is_none() && self.session.is_connected() {
             link.established = Some(now());
             debug!(addr = %link.addr, "connected");
+            crate::metrics::connected();
         }
         if self.session.is_read_only() && link.probe.is_none() && self.hosts.len() > 1 {
             link.probe = Some(Box::pin(probe_read_write(
@@ -292,12 +293,14 @@ impl<C: Connector> Driver<C> {
     fn handle(&mut self, input: Input, link: &mut Link<C::Stream>) -> Result<(), Disconnect> {
         match input {
             Input::Read(Ok(0) | Err(_)) | Input::Wrote(Err(_)) => Err(Disconnect::Transport),
-            Input::Read(Ok(_)) => {
+            Input::Read(Ok(n)) => {
+                crate::metrics::bytes_received(n);
                 self.on_read(&mut link.rbuf)?;
                 link.pause = self.cfg.batch_reads && self.session.in_flight() >= DEEP_PIPELINE;
                 Ok(())
             }
             Input::Wrote(Ok(n)) => {
+                crate::metrics::bytes_sent(n);
                 link.wbuf.advance(n);
                 Ok(())
             }
@@ -326,7 +329,9 @@ impl<C: Connector> Driver<C> {
         let Some(mut stream) = link.stream.take() else {
             return Err(Disconnect::Transport);
         };
+        let unsent = link.wbuf.len();
         let flushed = write_now(&mut stream, &mut link.wbuf);
+        crate::metrics::bytes_sent(unsent - link.wbuf.len());
         if flushed.is_err() {
             return Err(Disconnect::Transport);
         }

@@ -141,6 +141,7 @@ impl Session {
                     .watches
                     .fire(event.event_type, &event.path, &mut self.events);
                 trace!(event = ?event.event_type, told, "notification");
+                crate::metrics::watch_events_delivered(told);
                 // A fired one-shot may leave a persistent watch nobody needs now.
                 self.reconcile_watches(&event.path, now);
             }
@@ -175,6 +176,8 @@ impl Session {
                 if header.zxid > 0 {
                     self.last_zxid = header.zxid;
                 }
+                let elapsed = now.saturating_duration_since(inflight.sent);
+                crate::metrics::request_answered(inflight.op, header.err, elapsed);
                 let watched = inflight.watch.as_ref().map(|w| w.path().to_owned());
                 self.complete(inflight, header.err, frame);
                 self.fill_window(now);

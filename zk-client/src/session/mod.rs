@@ -641,6 +641,7 @@ impl Session {
     fn set_state(&mut self, state: SessionState) {
         if self.state != state {
             debug!(from = ?self.state, to = ?state, "session state");
+            crate::metrics::session_state(state);
             self.state = state;
             self.publish();
         }

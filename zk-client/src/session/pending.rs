@@ -34,6 +34,7 @@ pub(crate) struct PendingQueue {
 
 impl PendingQueue {
     pub(crate) fn push(&mut self, inflight: InFlight) {
+        crate::metrics::request_sent();
         self.queue.push_back(inflight);
     }
 
@@ -72,21 +73,23 @@ impl PendingQueue {
         err: &Error,
         out: &mut Outbox,
     ) -> bool {
-        let mut any = false;
+        let mut failed = 0;
         while let Some(front) = self.queue.front() {
             if now < front.sent + limit {
                 break;
             }
             if let Some(inflight) = self.queue.pop_front() {
                 out.reply(inflight.reply, Err(err.clone()));
-                any = true;
+                failed += 1;
             }
         }
-        any
+        crate::metrics::requests_failed(failed, err);
+        failed > 0
     }
 
     /// Fails every entry with `err`.
     pub(crate) fn fail_all(&mut self, err: &Error, out: &mut Outbox) {
+        crate::metrics::requests_failed(self.queue.len(), err);
         for inflight in self.queue.drain(..) {
             out.reply(inflight.reply, Err(err.clone()));
         }

@@ -103,7 +103,8 @@ impl ExclusiveLock {
     }
 
     async fn run(&self, deadline: Option<Instant>, try_only: bool) -> Result<Option<LockGuard>> {
-        self.run_inner(deadline, try_only)
+        let inner = self.run_inner(deadline, try_only);
+        crate::metrics::acquire("exclusive", &self.path, inner)
             .await
             .map_err(Error::session_end_as_loss)
     }
@@ -129,6 +130,7 @@ impl ExclusiveLock {
             return Ok(None);
         };
         let hook = Box::new(move || drop(permit));
+        let hook = crate::metrics::on_release("exclusive", &self.path, hook);
         Ok(Some(
             Hold::new(
                 self.client.clone(),

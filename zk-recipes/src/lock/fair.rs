@@ -189,7 +189,9 @@ impl FairLock {
         deadline: Option<Instant>,
         try_only: bool,
     ) -> Result<Option<LockGuard>> {
-        self.acquire_inner(deadline, try_only)
+        let kind = crate::metrics::kind_of(self.inner.spec.lock_name);
+        let inner = self.acquire_inner(deadline, try_only);
+        crate::metrics::acquire(kind, &self.inner.spec.base, inner)
             .await
             .map_err(Error::session_end_as_loss)
     }
@@ -231,6 +233,8 @@ impl FairLock {
             }
             drop(permit);
         });
+        let kind = crate::metrics::kind_of(self.inner.spec.lock_name);
+        let hook = crate::metrics::on_release(kind, &acquired.path, hook);
         let hold = Hold::new(
             self.inner.client.clone(),
             acquired.path,

@@ -20,7 +20,7 @@ pub(crate) struct Cli {
 /// Options every command takes.
 #[derive(Debug, Args)]
 pub(crate) struct Global {
-    /// Connect string: host:port[,host:port...][/chroot].
+    /// Connect string: hosts, then an optional chroot (e.g. 127.0.0.1:2181,127.0.0.1:2182/app).
     #[arg(
         long,
         short = 'c',

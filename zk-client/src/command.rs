@@ -31,6 +31,8 @@ pub(crate) struct Request {
     pub(crate) body: Bytes,
     pub(crate) reply: oneshot::Sender<Result<Bytes>>,
     pub(crate) watch: Option<WatchAction>,
+    /// The request's `zk.request` debug span (disabled unless a subscriber wants it).
+    pub(crate) span: tracing::Span,
 }
 
 impl Request {
@@ -41,11 +43,13 @@ impl Request {
         watch: Option<WatchAction>,
     ) -> (Request, oneshot::Receiver<Result<Bytes>>) {
         let (reply, rx) = oneshot::channel();
+        let span = crate::trace::request_span(op, &body);
         let request = Request {
             op,
             body,
             reply,
             watch,
+            span,
         };
         (request, rx)
     }

@@ -176,6 +176,7 @@ mod path;
 mod session;
 mod state;
 mod state_watcher;
+mod trace;
 mod watcher;
 
 pub use builder::{

@@ -178,6 +178,7 @@ impl Session {
                 }
                 let elapsed = now.saturating_duration_since(inflight.sent);
                 crate::metrics::request_answered(inflight.op, header.err, elapsed);
+                crate::trace::answered(&inflight.span, header.err, elapsed);
                 let watched = inflight.watch.as_ref().map(|w| w.path().to_owned());
                 self.complete(inflight, header.err, frame);
                 self.fill_window(now);

@@ -422,6 +422,7 @@ impl Session {
                 reply: req.reply,
                 watch: req.watch,
                 sent: now,
+                span: crate::trace::sent(req.span, xid),
             });
         }
         self.last_send = now;

@@ -20,6 +20,8 @@ pub(crate) struct InFlight {
     pub(crate) watch: Option<WatchAction>,
     /// When it was written (for the request timeout).
     pub(crate) sent: Instant,
+    /// Its `zk.request` span, closed when the entry is dropped.
+    pub(crate) span: tracing::Span,
 }
 
 /// Requests in the order they were written.

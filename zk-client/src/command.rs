@@ -31,7 +31,7 @@ pub(crate) struct Request {
     pub(crate) body: Bytes,
     pub(crate) reply: oneshot::Sender<Result<Bytes>>,
     pub(crate) watch: Option<WatchAction>,
-    /// The request's `zk.request` debug span (disabled unless a subscriber wants it).
+    /// The request's `zk_request` debug span (disabled unless a subscriber wants it).
     pub(crate) span: tracing::Span,
 }
 

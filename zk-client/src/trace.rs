@@ -1,7 +1,7 @@
-//! The `zk.request` debug span: one per request, with its op, path and xid.
+//! The `zk_request` debug span: one per request, with its op, path and xid.
 //!
 //! Created with the request on the caller's task (so it nests under the caller's spans, a
-//! lock's `lock.acquire` for instance), given its xid when the session writes it, closed
+//! lock's `lock_acquire` for instance), given its xid when the session writes it, closed
 //! when the reply is handed back. Without a subscriber that enables `debug` for this crate,
 //! `debug_span!` returns a disabled span after one cached check and nothing below runs.
 
@@ -15,7 +15,7 @@ use zk_proto::{ErrorCode, OpCode};
 /// A span for a request of `op` whose encoded body is `body`.
 pub(crate) fn request_span(op: OpCode, body: &Bytes) -> Span {
     let span = tracing::debug_span!(
-        "zk.request",
+        "zk_request",
         op = ?op,
         path = tracing::field::Empty,
         xid = tracing::field::Empty

@@ -22,12 +22,12 @@ pub(crate) fn kind_of(lock_name: &str) -> &'static str {
     }
 }
 
-/// Runs one acquire inside a `lock.acquire` debug span and records its wait and outcome.
+/// Runs one acquire inside a `lock_acquire` debug span and records its wait and outcome.
 pub(crate) async fn acquire<F>(kind: &'static str, path: &str, fut: F) -> Result<Option<LockGuard>>
 where
     F: Future<Output = Result<Option<LockGuard>>>,
 {
-    let span = tracing::debug_span!("lock.acquire", kind, path);
+    let span = tracing::debug_span!("lock_acquire", kind, path);
     let started = Instant::now();
     let result = fut.instrument(span.clone()).await;
     let waited = started.elapsed();
@@ -54,7 +54,7 @@ pub(crate) fn on_release(kind: &'static str, path: &str, hook: ReleaseHook) -> R
     let path = path.to_owned();
     Box::new(move || {
         let held = held_since.elapsed();
-        tracing::debug_span!("lock.release", kind, path = %path)
+        tracing::debug_span!("lock_release", kind, path = %path)
             .in_scope(|| debug!(held_ms = held.as_millis() as u64, "lock released"));
         record_hold(kind, held);
         hook();

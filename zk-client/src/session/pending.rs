@@ -20,7 +20,7 @@ pub(crate) struct InFlight {
     pub(crate) watch: Option<WatchAction>,
     /// When it was written (for the request timeout).
     pub(crate) sent: Instant,
-    /// Its `zk.request` span, closed when the entry is dropped.
+    /// Its `zk_request` span, closed when the entry is dropped.
     pub(crate) span: tracing::Span,
 }
 

@@ -269,5 +269,4 @@ impl ClientBuilder {
         self.resume = Some((id, bytes::Bytes::copy_from_slice(password)));
         self
     }
-
 }

@@ -18,6 +18,11 @@ use crate::watch::Deadline;
 
 use queue::{analyse, Node, Report, REVOKE_MESSAGE};
 
+/// Quiet time that ends a burst of changes before a redraw.
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(20);
+/// Most events folded into one redraw.
+const BURST: usize = 100;
+
 /// Children of a Curator semaphore path (`InterProcessSemaphoreV2`).
 const SEMAPHORE_PARTS: [&str; 2] = ["locks", "leases"];
 
@@ -57,13 +62,14 @@ pub(crate) async fn run(session: &Session, out: &Output, args: LocksArgs) -> Res
             Ok(_) | Err(ZkError::Lagged { .. }) => {}
             Err(e) => return Err(CliError::zk(what, e)),
         }
-        // Let a burst of changes (a hand-off is a delete and a wake-up) settle into one redraw.
-        while let Ok(Some(Ok(_))) =
-            tokio::time::timeout(std::time::Duration::from_millis(20), async {
-                Some(watcher.next().await)
-            })
-            .await
-        {}
+        // Let a burst of changes (a hand-off is a delete and a wake-up) settle into one
+        // redraw: take what arrives within 20 ms of the last event, at most BURST events.
+        for _ in 0..BURST {
+            let settle = tokio::time::timeout(SETTLE, watcher.next());
+            if !matches!(deadline.run(settle).await, Some(Ok(Ok(_)))) {
+                break;
+            }
+        }
         redraws += 1;
     }
 }

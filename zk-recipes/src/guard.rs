@@ -8,8 +8,8 @@ use tracing::{debug, warn};
 use zk_client::{Client, Op, OpResult, Stat};
 use zk_proto::DecodeError;
 
+use crate::cleanup::{delete_guaranteed, in_background};
 use crate::error::{Error, LossReason, Result};
-use crate::lock::support::delete_guaranteed;
 use crate::state::{monitor, LockState, LockTransitions, Published};
 
 /// What [`LockGuard::release`] did.
@@ -403,14 +403,12 @@ impl LockGuard {
                 remaining: before.saturating_sub(1),
             });
         }
-        let finish = self.hold.clone().finish();
-        match tokio::runtime::Handle::try_current() {
+        match in_background(self.hold.clone().finish()) {
             // A join error means the runtime is shutting down (finish does not panic).
-            Ok(handle) => handle
-                .spawn(finish)
+            Ok(task) => task
                 .await
                 .unwrap_or(Err(Error::Client(zk_client::Error::Closed))),
-            Err(_) => finish.await,
+            Err(finish) => finish.await,
         }
     }
 }
@@ -421,25 +419,22 @@ impl Drop for LockGuard {
             return;
         }
         let hold = self.hold.clone();
-        match tokio::runtime::Handle::try_current() {
-            Ok(handle) => {
-                handle.spawn(async move {
-                    match hold.finish().await {
-                        Ok(Released::AlreadyGone(reason)) => {
-                            debug!(%reason, "dropped guard: the lock had been lost already")
-                        }
-                        Ok(_) => {}
-                        Err(e) => warn!(error = %e, "background lock release failed"),
-                    }
-                });
-            }
-            Err(_) => {
-                warn!(path = %hold.path, "guard dropped outside a runtime; the node lives until the session ends");
-                if let Some(m) = hold.monitor.get() {
-                    m.abort();
+        let release = async move {
+            match hold.finish().await {
+                Ok(Released::AlreadyGone(reason)) => {
+                    debug!(%reason, "dropped guard: the lock had been lost already")
                 }
-                hold.run_hook();
+                Ok(_) => {}
+                Err(e) => warn!(error = %e, "background lock release failed"),
             }
+        };
+        if in_background(release).is_err() {
+            let hold = &self.hold;
+            warn!(path = %hold.path, "guard dropped outside a runtime; the node lives until the session ends");
+            if let Some(m) = hold.monitor.get() {
+                m.abort();
+            }
+            hold.run_hook();
         }
     }
 }

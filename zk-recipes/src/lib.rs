@@ -45,9 +45,11 @@
 //! the guid, instead of creating a second node that would wait behind a ghost forever.
 #![forbid(unsafe_code)]
 
+mod cleanup;
 mod error;
 mod guard;
 pub mod lock;
+mod retry;
 mod state;
 
 pub use error::{Error, LossReason, Result};

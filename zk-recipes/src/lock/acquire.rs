@@ -16,12 +16,10 @@ use uuid::Uuid;
 use zk_client::{Client, CreateMode, CreateOptions, Stat};
 
 use super::naming::{self, Intent, Position};
-use super::support::{ensure_containers, spawn_cleanup, wait_connected};
+use super::support::ensure_containers;
+use crate::cleanup::{delete_guaranteed, find_own, Orphan};
 use crate::error::{Error, LossReason, Result};
-
-/// Bound on the turns of each loop below; every turn waits for the server or for a watch,
-/// so in practice the deadline or the session ends them long before.
-const MAX_TURNS: usize = 100_000;
+use crate::retry::{gave_up, retry_after, retrying, until, wait_connected, MAX_TURNS};
 
 /// What to acquire.
 #[derive(Debug, Clone)]
@@ -45,29 +43,6 @@ pub(crate) struct Acquired {
     pub(crate) epoch: u64,
 }
 
-/// Removes our node when the attempt ends without the lock (error, timeout, try-failure or
-/// the future being dropped).
-struct Attempt {
-    client: Client,
-    base: String,
-    guid: Uuid,
-    node: Option<String>,
-    armed: bool,
-}
-
-impl Drop for Attempt {
-    fn drop(&mut self) {
-        if self.armed {
-            spawn_cleanup(
-                self.client.clone(),
-                self.base.clone(),
-                self.guid,
-                self.node.take(),
-            );
-        }
-    }
-}
-
 /// Enqueues and waits until the lock is ours, `deadline` passes ([`Error::Timeout`]), or,
 /// with `try_only`, returns `Ok(None)` at once if someone is ahead. Whatever way this ends
 /// without the lock, including by being dropped, our node is removed.
@@ -83,16 +58,20 @@ pub(crate) async fn acquire(
     downgrade_of: Option<&str>,
 ) -> Result<Option<Acquired>> {
     let guid = Uuid::new_v4();
-    let mut attempt = Attempt {
+    // Removes our node when the attempt ends without the lock (error, timeout, try-failure
+    // or the future being dropped).
+    let mut attempt = Orphan {
         client: client.clone(),
         base: spec.base.clone(),
         guid,
         node: None,
-        armed: true,
-    };
+    }
+    .guard();
     let fut = async {
         let (name, stat) = create_protected(client, spec, &guid, downgrade_of).await?;
-        attempt.node = Some(name.clone());
+        if let Some(orphan) = attempt.state_mut() {
+            orphan.node = Some(name.clone());
+        }
         let held = wait_turn(client, spec, &name, try_only, downgrade_of).await?;
         Ok::<_, Error>(held.map(|epoch| Acquired {
             path: format!("{}/{name}", spec.base),
@@ -100,16 +79,16 @@ pub(crate) async fn acquire(
             epoch,
         }))
     };
-    let result = super::support::until(deadline, fut).await;
+    let result = until(deadline, fut).await;
     match &result {
-        Ok(Some(_)) => attempt.armed = false,
+        Ok(Some(_)) => {
+            attempt.disarm();
+        }
         Ok(None) => {
             // try_acquire lost: remove our node now, so that a following acquire by this
             // process does not queue behind its own leftover.
-            if let Some(name) = attempt.node.take() {
-                attempt.armed = false;
-                super::support::delete_guaranteed(client, &format!("{}/{name}", spec.base), None)
-                    .await?;
+            if let Some(name) = attempt.disarm().and_then(|o| o.node) {
+                delete_guaranteed(client, &format!("{}/{name}", spec.base), None).await?;
             }
         }
         Err(_) => {}
@@ -153,10 +132,10 @@ async fn create_protected(
             Err(e) if e.is_connection_loss() || matches!(e, zk_client::Error::NodeExists) => {
                 // The create may or may not have happened: look for our guid.
                 wait_connected(client).await?;
-                if let Some(found) = super::support::find_own(client, &spec.base, guid).await? {
+                if let Some(found) = find_own(client, &spec.base, guid).await? {
                     let full = format!("{}/{found}", spec.base);
-                    match client.exists(&full).await {
-                        Ok(Some(stat)) if stat.ephemeral_owner == session => {
+                    match retrying(client, || client.exists(&full)).await? {
+                        Some(stat) if stat.ephemeral_owner == session => {
                             debug!(node = %full, "recovered our node after a lost create reply");
                             return Ok((found, stat));
                         }
@@ -165,16 +144,16 @@ async fn create_protected(
                         // (expiry is terminal), so a different owner means our session is
                         // gone: the node is an expired session's and disappears with it, and
                         // the acquisition cannot continue on this client.
-                        Ok(_) => return Err(Error::LockLost(LossReason::SessionEnded)),
-                        Err(e) if e.is_connection_loss() => continue,
-                        Err(e) => return Err(e.into()),
+                        Some(_) => return Err(Error::LockLost(LossReason::SessionEnded)),
+                        // Deleted since the listing (by someone else): create again.
+                        None => {}
                     }
                 }
             }
             Err(e) => return Err(e.into()),
         }
     }
-    Err(Error::Client(zk_client::Error::ConnectionLoss))
+    Err(gave_up())
 }
 
 /// Waits until no node that blocks `ours` is left and returns the client's connection epoch
@@ -193,11 +172,10 @@ async fn wait_turn(
         let epoch = client.connection_epoch();
         let children = match client.get_children(&spec.base).await {
             Ok(children) => children,
-            Err(e) if e.is_connection_loss() => {
-                wait_connected(client).await?;
+            Err(e) => {
+                retry_after(client, e).await?;
                 continue;
             }
-            Err(e) => return Err(e.into()),
         };
         let mut queue = naming::queue(&children);
         if let Some(skip) = ignore {
@@ -222,13 +200,11 @@ async fn wait_turn(
                                 return Ok(Some(epoch))
                             }
                             Ok(_) => {}
-                            Err(e) if e.is_connection_loss() => wait_connected(client).await?,
-                            Err(e) => return Err(e.into()),
+                            Err(e) => retry_after(client, e).await?,
                         }
                     }
                     Err(zk_client::Error::NoNode) => {}
-                    Err(e) if e.is_connection_loss() => wait_connected(client).await?,
-                    Err(e) => return Err(e.into()),
+                    Err(e) => retry_after(client, e).await?,
                 }
             }
         }

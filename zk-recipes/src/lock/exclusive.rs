@@ -9,15 +9,11 @@ use tokio::time::Instant;
 use uuid::Uuid;
 use zk_client::{Client, CreateMode, CreateOptions, Stat};
 
-use super::support::{
-    check_base, deadline_after, delete_guaranteed, ensure_containers, local_permit, until,
-    wait_connected,
-};
+use super::support::{check_base, ensure_containers, local_permit};
+use crate::cleanup::{delete_guaranteed, BoxTask, OnDrop};
 use crate::error::{Error, Result};
 use crate::guard::{Hold, LockGuard};
-
-/// Bound on acquisition turns; each waits for the server or a watch.
-const MAX_TURNS: usize = 100_000;
+use crate::retry::{deadline_after, retry_after, until, wait_connected, MAX_TURNS};
 
 /// A simple exclusive lock: whoever creates the ephemeral node at `path` holds it; the others
 /// watch it and race again when it is deleted.
@@ -117,14 +113,14 @@ impl ExclusiveLock {
             return Ok(None);
         };
         let guid = Uuid::new_v4();
-        let mut cleanup = Cleanup {
-            client: self.client.clone(),
-            path: self.path.clone(),
-            guid,
-            armed: true,
-        };
+        // Deletes the node in the background if this attempt is abandoned after creating it.
+        let mut cleanup = OnDrop::new(
+            (self.client.clone(), self.path.clone(), guid),
+            remove_if_ours,
+            "abandoned exclusive lock node",
+        );
         let won = until(deadline, self.race(&guid, try_only)).await?;
-        cleanup.armed = false;
+        cleanup.disarm();
         let Some((stat, epoch)) = won else {
             return Ok(None);
         };
@@ -166,17 +162,12 @@ impl ExclusiveLock {
                             if try_only {
                                 return Ok(None);
                             }
-                            match watcher.await {
-                                Ok(_) => {}
-                                Err(e) if e.is_connection_loss() => {
-                                    wait_connected(&self.client).await?
-                                }
-                                Err(e) => return Err(e.into()),
+                            if let Err(e) = watcher.await {
+                                retry_after(&self.client, e).await?;
                             }
                         }
                         Err(zk_client::Error::NoNode) => {}
-                        Err(e) if e.is_connection_loss() => wait_connected(&self.client).await?,
-                        Err(e) => return Err(e.into()),
+                        Err(e) => retry_after(&self.client, e).await?,
                     }
                 }
                 Err(zk_client::Error::NoNode) => {
@@ -210,31 +201,15 @@ impl ExclusiveLock {
     }
 }
 
-/// Deletes the node in the background if an abandoned attempt had created it.
-struct Cleanup {
-    client: Client,
-    path: String,
-    guid: Uuid,
-    armed: bool,
-}
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let (client, path) = (self.client.clone(), self.path.clone());
-        let data = Bytes::from(self.guid.hyphenated().to_string());
-        handle.spawn(async move {
-            // Requests are ordered at call time, so this read sees any create we had sent.
-            if let Ok((held_by, stat)) = client.get_data(&path).await {
-                if held_by == data {
-                    let _ = delete_guaranteed(&client, &path, Some(stat.czxid)).await;
-                }
+/// The cleanup of an abandoned attempt: deletes the node at `path` if it carries our guid.
+/// Requests are ordered at call time, so this read sees any create the attempt had sent.
+fn remove_if_ours((client, path, guid): (Client, String, Uuid)) -> BoxTask {
+    Box::pin(async move {
+        let data = Bytes::from(guid.hyphenated().to_string());
+        if let Ok((held_by, stat)) = client.get_data(&path).await {
+            if held_by == data {
+                let _ = delete_guaranteed(&client, &path, Some(stat.czxid)).await;
             }
-        });
-    }
+        }
+    })
 }

@@ -10,9 +10,10 @@ use zk_client::Client;
 
 use super::acquire::{acquire, QueueSpec};
 use super::naming::{Intent, MUTEX_LOCK_NAME};
-use super::support::{check_base, deadline_after, local_permit, Owner};
+use super::support::{check_base, local_permit, Owner};
 use crate::error::{Error, Result};
 use crate::guard::{Hold, LockGuard};
+use crate::retry::deadline_after;
 
 /// Who holds the lock in this process, for re-entry.
 type Holder = Arc<Mutex<Option<(Owner, Weak<Hold>)>>>;

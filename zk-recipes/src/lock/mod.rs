@@ -9,7 +9,7 @@
 pub(crate) mod acquire;
 mod exclusive;
 mod fair;
-pub mod naming;
+pub(crate) mod naming;
 mod shared;
 pub(crate) mod support;
 

@@ -29,6 +29,20 @@ where
     }
 }
 
+/// Runs `task` as a task of its own and waits for it: dropping the caller's future then only
+/// loses the outcome (`None`, also when the runtime shut down), never half of the work.
+/// Without a runtime it runs inline.
+pub(crate) async fn detached<F>(task: F) -> Option<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    match in_background(task) {
+        Ok(handle) => handle.await.ok(),
+        Err(task) => Some(task.await),
+    }
+}
+
 /// A cleanup that runs in the background when dropped while armed: how an abandoned
 /// acquisition (error, timeout, or its future dropped) removes what it may have created.
 /// `S` is what the cleanup needs, updated as the attempt learns more (say, its node's name).

@@ -8,7 +8,7 @@ use tracing::{debug, warn};
 use zk_client::{Client, Op, OpResult, Stat};
 use zk_proto::DecodeError;
 
-use crate::cleanup::{delete_guaranteed, in_background};
+use crate::cleanup::{delete_guaranteed, detached, in_background};
 use crate::error::{Error, LossReason, Result};
 use crate::state::{monitor, LockState, LockTransitions, Published};
 
@@ -403,13 +403,10 @@ impl LockGuard {
                 remaining: before.saturating_sub(1),
             });
         }
-        match in_background(self.hold.clone().finish()) {
-            // A join error means the runtime is shutting down (finish does not panic).
-            Ok(task) => task
-                .await
-                .unwrap_or(Err(Error::Client(zk_client::Error::Closed))),
-            Err(finish) => finish.await,
-        }
+        // None: the runtime is shutting down (finish does not panic).
+        detached(self.hold.clone().finish())
+            .await
+            .unwrap_or(Err(Error::Client(zk_client::Error::Closed)))
     }
 }
 

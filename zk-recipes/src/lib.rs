@@ -49,12 +49,16 @@ mod cleanup;
 mod error;
 mod guard;
 pub mod lock;
+mod owner;
 mod retry;
+mod semaphore;
 mod state;
 
 pub use error::{Error, LossReason, Result};
 pub use guard::{LockGuard, Released};
 pub use lock::{ExclusiveLock, FairLock, ReadWriteLock};
+pub use owner::Participant;
+pub use semaphore::{Lease, Semaphore, SemaphoreMutex};
 pub use state::{LockState, LockTransitions};
 
 /// The README's examples, compiled (and the runnable ones run) as doctests.

@@ -10,6 +10,7 @@
 //!                                                 └─ blocker: getData+watch it, wait, list again
 //! ```
 
+use bytes::Bytes;
 use tokio::time::Instant;
 use tracing::debug;
 use uuid::Uuid;
@@ -17,7 +18,7 @@ use zk_client::{Client, CreateMode, CreateOptions, Stat};
 
 use super::naming::{self, Intent, Position};
 use super::support::ensure_containers;
-use crate::cleanup::{delete_guaranteed, find_own, Orphan};
+use crate::cleanup::{delete_guaranteed, detached, find_own, Orphan};
 use crate::error::{Error, LossReason, Result};
 use crate::retry::{gave_up, retry_after, retrying, until, wait_connected, MAX_TURNS};
 
@@ -30,6 +31,8 @@ pub(crate) struct QueueSpec {
     pub(crate) lock_name: &'static str,
     /// Read or write.
     pub(crate) intent: Intent,
+    /// The owner data each node carries (Curator's default: the local address).
+    pub(crate) data: Bytes,
 }
 
 /// A queue node that is ours and at the head (for its intent).
@@ -87,8 +90,12 @@ pub(crate) async fn acquire(
         Ok(None) => {
             // try_acquire lost: remove our node now, so that a following acquire by this
             // process does not queue behind its own leftover.
+            // Detached, so that dropping this future midway does not leave the node.
             if let Some(name) = attempt.disarm().and_then(|o| o.node) {
-                delete_guaranteed(client, &format!("{}/{name}", spec.base), None).await?;
+                let (client, path) = (client.clone(), format!("{}/{name}", spec.base));
+                detached(async move { delete_guaranteed(&client, &path, None).await })
+                    .await
+                    .unwrap_or(Err(Error::Client(zk_client::Error::Closed)))?;
             }
         }
         Err(_) => {}
@@ -104,7 +111,7 @@ pub(crate) async fn acquire(
 /// would sort after any writer queued behind our write node and wait for it, while that
 /// writer waits for our write node, forever. At the write node's position it blocks such a
 /// writer instead, and nothing blocks it but our own write node.
-async fn create_protected(
+pub(crate) async fn create_protected(
     client: &Client,
     spec: &QueueSpec,
     guid: &Uuid,
@@ -124,7 +131,7 @@ async fn create_protected(
     let options = CreateOptions::new(mode);
     let session = client.session_id();
     for _ in 0..MAX_TURNS {
-        match client.create(&path, &[], &options).await {
+        match client.create(&path, &spec.data, &options).await {
             Ok((created, stat)) => return Ok((base_name(&created).to_owned(), stat)),
             Err(zk_client::Error::NoNode) => ensure_containers(client, &spec.base).await?,
             // Only a plain (downgrade) name can exist already, and only if it is ours: the

@@ -51,6 +51,7 @@ mod guard;
 pub mod lock;
 mod owner;
 mod retry;
+mod revoke;
 mod semaphore;
 mod state;
 
@@ -58,6 +59,7 @@ pub use error::{Error, LossReason, Result};
 pub use guard::{LockGuard, Released};
 pub use lock::{ExclusiveLock, FairLock, ReadWriteLock};
 pub use owner::Participant;
+pub use revoke::{revoke, REVOKE_MESSAGE};
 pub use semaphore::{Lease, Semaphore, SemaphoreMutex};
 pub use state::{LockState, LockTransitions};
 

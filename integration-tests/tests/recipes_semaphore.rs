@@ -1,6 +1,7 @@
 //! Semaphores on a real server: never more holders than leases (under contention and with
 //! holders' sessions expiring), one waiter woken per freed lease (counted on the server),
-//! cancelled or timed-out acquisitions leave no node, `acquire_many` is all or nothing.
+//! cancelled or timed-out acquisitions leave no node, `acquire_many` is all or nothing;
+//! `MultiLock` is all or nothing too; revocation reaches a lease holder.
 
 mod common;
 
@@ -13,7 +14,10 @@ use integration_tests::{chroot, expire_session, fresh_standalone, probe, standal
 use tokio::sync::mpsc;
 use tokio::time::{timeout, Instant};
 use zk_client::{Client, CreateOptions};
-use zk_recipes::{Error, LockState, LossReason, Semaphore, SemaphoreMutex};
+use zk_recipes::{
+    Error, ExclusiveLock, FairLock, LockState, LossReason, MultiLock, Released, Semaphore,
+    SemaphoreMutex,
+};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -281,4 +285,100 @@ async fn semaphore_mutex_excludes_and_lists_its_participants() {
     guard.release().await.unwrap();
     let g = timeout(LIMIT, b.acquire()).await.unwrap().unwrap();
     g.release().await.unwrap();
+}
+
+/// Nodes of the multi-lock test's three locks: the fair lock's queue, the semaphore
+/// mutex's leases and mutex queue, the exclusive lock's node.
+async fn multi_nodes(admin: &Client) -> usize {
+    children(admin, "/a").await.len()
+        + children(admin, "/b/leases").await.len()
+        + children(admin, "/b/locks").await.len()
+        + usize::from(admin.exists("/c").await.unwrap().is_some())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_lock_is_all_or_nothing() {
+    let hosts = shared_root("multi_lock").await;
+    let admin = connect(&hosts).await;
+    let client = connect(&hosts).await;
+    let multi = MultiLock::new(vec![
+        Box::new(FairLock::new(client.clone(), "/a").unwrap()),
+        Box::new(SemaphoreMutex::new(client.clone(), "/b").unwrap()),
+        Box::new(ExclusiveLock::new(client, "/c").unwrap()),
+    ]);
+    let other = ExclusiveLock::new(connect(&hosts).await, "/c").unwrap();
+    let blocker = other.acquire().await.unwrap();
+    // The last lock is taken: the first two are given back before the timeout returns.
+    let r = multi.acquire_timeout(Duration::from_millis(500)).await;
+    assert!(matches!(r, Err(Error::Timeout)), "{r:?}");
+    assert_eq!(
+        multi_nodes(&admin).await,
+        1,
+        "only the blocker's node is left"
+    );
+    // Cancelled while waiting for the last one: the two taken are released in the background.
+    let m = Arc::new(multi);
+    let task = tokio::spawn({
+        let m = m.clone();
+        async move { m.acquire().await.map(drop) }
+    });
+    let end = Instant::now() + LIMIT;
+    while children(&admin, "/b/leases").await.is_empty() {
+        assert!(
+            Instant::now() < end,
+            "the multi-lock never took its second lock"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    task.abort();
+    let end = Instant::now() + LIMIT;
+    while multi_nodes(&admin).await != 1 {
+        assert!(Instant::now() < end, "a cancelled multi-lock left nodes");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    blocker.release().await.unwrap();
+    let all = timeout(LIMIT, m.acquire()).await.unwrap().unwrap();
+    assert_eq!(all.guards().len(), 3);
+    assert_eq!(multi_nodes(&admin).await, 3);
+    assert_eq!(all.release().await.unwrap(), vec![Released::Deleted; 3]);
+    assert_eq!(multi_nodes(&admin).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revocation_reaches_a_lease_holder_and_ends_with_the_node() {
+    let hosts = shared_root("sema_revoke").await;
+    let client = connect(&hosts).await;
+    let sem = Semaphore::new(client.clone(), "/sema", 2).unwrap();
+    let lease = sem.acquire().await.unwrap();
+    let other = sem.acquire().await.unwrap();
+    let asker = connect(&hosts).await;
+    let target = lease.path().to_owned();
+    let asked = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        zk_recipes::revoke(&asker, &target).await
+    });
+    timeout(LIMIT, lease.revocation_requested())
+        .await
+        .expect("revocation heard")
+        .expect("revocation");
+    assert!(asked.await.unwrap().unwrap());
+    // Asked again later: seen at once (the request stays in the node's data).
+    lease.revocation_requested().await.unwrap();
+    lease.release().await.unwrap();
+    // A holder whose node is deleted is told it lost the lease instead.
+    let (admin, path) = (connect(&hosts).await, other.path().to_owned());
+    let deleting = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        admin.delete(&path, None).await
+    });
+    let r = timeout(LIMIT, other.revocation_requested()).await.unwrap();
+    assert!(
+        matches!(r, Err(Error::LockLost(LossReason::NodeDeleted))),
+        "{r:?}"
+    );
+    deleting.await.unwrap().unwrap();
+    assert_eq!(
+        other.release().await.unwrap(),
+        Released::AlreadyGone(LossReason::NodeDeleted)
+    );
 }

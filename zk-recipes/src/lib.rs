@@ -57,7 +57,7 @@ mod state;
 
 pub use error::{Error, LossReason, Result};
 pub use guard::{LockGuard, Released};
-pub use lock::{ExclusiveLock, FairLock, ReadWriteLock};
+pub use lock::{ExclusiveLock, FairLock, Lock, MultiGuard, MultiLock, ReadWriteLock};
 pub use owner::Participant;
 pub use revoke::{revoke, REVOKE_MESSAGE};
 pub use semaphore::{Lease, Semaphore, SemaphoreMutex};

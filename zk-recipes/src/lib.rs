@@ -9,6 +9,12 @@
 //! - [`ReadWriteLock`]: shared readers, exclusive writers, in one fair queue.
 //! - [`ExclusiveLock`]: one ephemeral node, the simplest lock.
 //! - [`LockGuard`]: the proof of holding: fencing token, fenced writes, loss signalling.
+//! - [`Semaphore`] / [`SemaphoreMutex`]: leases (Curator's `InterProcessSemaphoreV2`
+//!   layout), each a [`Lease`] guard with the same loss signal; cancellation safe.
+//! - [`MultiLock`]: several locks taken in order, released in reverse, all or nothing.
+//! - Owner data and [`Participant`]s: nodes carry Curator's default data (the local address)
+//!   or a chosen id, and every lock lists its queue; [`revoke`] and
+//!   [`LockGuard::revocation_requested`] are Curator's cooperative revocation.
 //!
 //! # Holding a lock safely
 //!

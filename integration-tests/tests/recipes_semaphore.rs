@@ -1,7 +1,8 @@
 //! Semaphores on a real server: never more holders than leases (under contention and with
 //! holders' sessions expiring), one waiter woken per freed lease (counted on the server),
 //! cancelled or timed-out acquisitions leave no node, `acquire_many` is all or nothing;
-//! `MultiLock` is all or nothing too; revocation reaches a lease holder.
+//! `MultiLock` is all or nothing too; revocation reaches a lease holder; every lock carries
+//! owner data and lists its participants.
 
 mod common;
 
@@ -15,8 +16,8 @@ use tokio::sync::mpsc;
 use tokio::time::{timeout, Instant};
 use zk_client::{Client, CreateOptions};
 use zk_recipes::{
-    Error, ExclusiveLock, FairLock, LockState, LossReason, MultiLock, Released, Semaphore,
-    SemaphoreMutex,
+    Error, ExclusiveLock, FairLock, LockState, LossReason, MultiLock, ReadWriteLock, Released,
+    Semaphore, SemaphoreMutex,
 };
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -381,4 +382,64 @@ async fn revocation_reaches_a_lease_holder_and_ends_with_the_node() {
         other.release().await.unwrap(),
         Released::AlreadyGone(LossReason::NodeDeleted)
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_lock_carries_owner_data_and_lists_its_participants() {
+    let hosts = shared_root("owner_data").await;
+    let admin = connect(&hosts).await;
+    // Fair lock: holder first, then the waiter, each with its data.
+    let a = FairLock::new(connect(&hosts).await, "/fair")
+        .unwrap()
+        .with_owner_data("a");
+    let b = FairLock::new(connect(&hosts).await, "/fair")
+        .unwrap()
+        .with_owner_data("b");
+    let held = a.acquire().await.unwrap();
+    let waiting = tokio::spawn(async move { b.acquire().await });
+    wait_children(&admin, "/fair", 2, LIMIT).await;
+    let who: Vec<_> = a.participants().await.unwrap();
+    let data: Vec<_> = who.iter().map(|p| p.data_str().unwrap()).collect();
+    assert_eq!(data, ["a", "b"]);
+    assert_eq!(who[0].path, held.path());
+    let (raw, _) = admin.get_data(held.path()).await.unwrap();
+    assert_eq!(&raw[..], b"a", "the node itself carries the data");
+    held.release().await.unwrap();
+    timeout(LIMIT, waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    // Read/write lock: both sides in one queue, in order.
+    let rw = ReadWriteLock::new(connect(&hosts).await, "/rw")
+        .unwrap()
+        .with_owner_data("rw");
+    let w = rw.write_lock().acquire().await.unwrap();
+    let r = rw.read_lock().acquire().await.unwrap(); // a downgrade, same task
+    let who = rw.participants().await.unwrap();
+    assert_eq!(who.len(), 2, "{who:?}");
+    assert!(who.iter().all(|p| p.data_str() == Some("rw")), "{who:?}");
+    r.release().await.unwrap();
+    w.release().await.unwrap();
+    // Exclusive lock: the holder's node, with the chosen data (its guid by default).
+    let x = ExclusiveLock::new(connect(&hosts).await, "/x")
+        .unwrap()
+        .with_owner_data("x-1");
+    assert!(x.participants().await.unwrap().is_empty());
+    let g = x.acquire().await.unwrap();
+    let who = x.participants().await.unwrap();
+    assert_eq!(who.len(), 1);
+    assert_eq!(
+        (who[0].path.as_str(), who[0].data_str()),
+        ("/x", Some("x-1"))
+    );
+    g.release().await.unwrap();
+    let plain = ExclusiveLock::new(connect(&hosts).await, "/x").unwrap();
+    let g = plain.acquire().await.unwrap();
+    let guid = plain.participants().await.unwrap()[0].data.clone();
+    assert!(uuid::Uuid::parse_str(std::str::from_utf8(&guid).unwrap()).is_ok());
+    g.release().await.unwrap();
 }

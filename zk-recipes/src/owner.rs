@@ -55,6 +55,10 @@ pub struct Participant {
 }
 
 impl Participant {
+    pub(crate) fn new(path: String, data: Bytes) -> Participant {
+        Participant { path, data }
+    }
+
     /// The data as UTF-8 text, if it is.
     pub fn data_str(&self) -> Option<&str> {
         std::str::from_utf8(&self.data).ok()
@@ -95,7 +99,7 @@ pub(crate) async fn participants(client: &Client, base: &str) -> Result<Vec<Part
             }
             Err(e) => return Err(e.into()),
         };
-        out.push(Participant { path, data });
+        out.push(Participant::new(path, data));
     }
     Ok(out)
 }

@@ -13,7 +13,8 @@ use super::support::{check_base, ensure_containers, local_permit};
 use crate::cleanup::{delete_guaranteed, BoxTask, OnDrop};
 use crate::error::{Error, Result};
 use crate::guard::{Hold, LockGuard};
-use crate::retry::{deadline_after, retry_after, until, wait_connected, MAX_TURNS};
+use crate::owner::Participant;
+use crate::retry::{deadline_after, retry_after, retrying, until, wait_connected, MAX_TURNS};
 
 /// A simple exclusive lock: whoever creates the ephemeral node at `path` holds it; the others
 /// watch it and race again when it is deleted.
@@ -22,9 +23,9 @@ use crate::retry::{deadline_after, retry_after, until, wait_connected, MAX_TURNS
 /// there is no queue to list and no parent node to keep. It is **not fair** and each release
 /// wakes every waiter (a herd): with many waiters use [`crate::FairLock`].
 ///
-/// The node's data is a guid of the acquisition, so a create whose reply was lost is
-/// recognised as ours after the reconnect (and not confused with another instance of the same
-/// session). Not re-entrant across `acquire` calls: use [`LockGuard::reenter`].
+/// The node's data is a guid of the acquisition (or the owner data chosen with
+/// [`with_owner_data`](Self::with_owner_data)), so a create whose reply was lost is
+/// recognised as ours after the reconnect (by that data under our session). Not re-entrant across `acquire` calls: use [`LockGuard::reenter`].
 ///
 /// # Example
 ///
@@ -41,6 +42,21 @@ pub struct ExclusiveLock {
     client: Client,
     path: String,
     local: Arc<Semaphore>,
+    /// Chosen owner data; `None`: a fresh guid per acquisition.
+    owner: Option<Bytes>,
+}
+
+/// How an attempt recognises its own node: the data it wrote, under our session.
+#[derive(Clone)]
+struct Mark {
+    data: Bytes,
+    session: i64,
+}
+
+impl Mark {
+    fn is_ours(&self, held_by: &[u8], stat: &Stat) -> bool {
+        held_by == self.data.as_ref() && stat.ephemeral_owner == self.session
+    }
 }
 
 impl ExclusiveLock {
@@ -50,7 +66,39 @@ impl ExclusiveLock {
             client,
             path: check_base(path)?,
             local: Arc::new(Semaphore::new(1)),
+            owner: None,
         })
+    }
+
+    /// This lock with `data` as its node's data (a participant id, say) instead of a fresh
+    /// guid per acquisition. A create whose reply was lost is then recognised by this data
+    /// under our session: give each instance of one session its own id. Returns a new
+    /// instance (no local queue shared with `self`).
+    pub fn with_owner_data(&self, data: impl Into<Bytes>) -> ExclusiveLock {
+        ExclusiveLock {
+            client: self.client.clone(),
+            path: self.path.clone(),
+            local: Arc::new(Semaphore::new(1)),
+            owner: Some(data.into()),
+        }
+    }
+
+    /// The holder, if any, with its node's data (a guid, or the id it chose).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Client`] for ZooKeeper failures (connection losses are waited out);
+    /// [`Error::LockLost`] if the session ended.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    pub async fn participants(&self) -> Result<Vec<Participant>> {
+        match retrying(&self.client, || self.client.get_data(&self.path)).await {
+            Ok((data, _)) => Ok(vec![Participant::new(self.path.clone(), data)]),
+            Err(Error::Client(zk_client::Error::NoNode)) => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
     }
 
     /// Waits until the lock is held.
@@ -112,14 +160,20 @@ impl ExclusiveLock {
         let Some(permit) = local_permit(&self.local, deadline, try_only).await? else {
             return Ok(None);
         };
-        let guid = Uuid::new_v4();
+        let mark = Mark {
+            data: self
+                .owner
+                .clone()
+                .unwrap_or_else(|| Bytes::from(Uuid::new_v4().hyphenated().to_string())),
+            session: self.client.session_id(),
+        };
         // Deletes the node in the background if this attempt is abandoned after creating it.
         let mut cleanup = OnDrop::new(
-            (self.client.clone(), self.path.clone(), guid),
+            (self.client.clone(), self.path.clone(), mark.clone()),
             remove_if_ours,
             "abandoned exclusive lock node",
         );
-        let won = until(deadline, self.race(&guid, try_only)).await?;
+        let won = until(deadline, self.race(&mark, try_only)).await?;
         cleanup.disarm();
         let Some((stat, epoch)) = won else {
             return Ok(None);
@@ -140,22 +194,17 @@ impl ExclusiveLock {
 
     /// Creates the node or waits for it to go. Returns its stat and the client's connection
     /// epoch read before the request that showed the node ours.
-    async fn race(&self, guid: &Uuid, try_only: bool) -> Result<Option<(Stat, u64)>> {
-        let data = guid.hyphenated().to_string();
+    async fn race(&self, mark: &Mark, try_only: bool) -> Result<Option<(Stat, u64)>> {
         let options = CreateOptions::new(CreateMode::Ephemeral);
         for _ in 0..MAX_TURNS {
             let epoch = self.client.connection_epoch();
-            match self
-                .client
-                .create(&self.path, data.as_bytes(), &options)
-                .await
-            {
+            match self.client.create(&self.path, &mark.data, &options).await {
                 Ok((_, stat)) => return Ok(Some((stat, epoch))),
                 Err(zk_client::Error::NodeExists) => {
                     let epoch = self.client.connection_epoch();
                     match self.client.get_data_watch(&self.path).await {
                         Ok((held_by, stat, watcher)) => {
-                            if held_by == data.as_bytes() {
+                            if mark.is_ours(&held_by, &stat) {
                                 // Our own create, whose reply was lost earlier.
                                 return Ok(Some((stat, epoch)));
                             }
@@ -180,7 +229,7 @@ impl ExclusiveLock {
                 Err(e) if e.is_connection_loss() => {
                     wait_connected(&self.client).await?;
                     let epoch = self.client.connection_epoch();
-                    if let Some(stat) = self.owned_stat(&data).await? {
+                    if let Some(stat) = self.owned_stat(mark).await? {
                         return Ok(Some((stat, epoch)));
                     }
                 }
@@ -190,10 +239,10 @@ impl ExclusiveLock {
         Err(Error::Timeout)
     }
 
-    /// The node's stat if it exists and carries our guid.
-    async fn owned_stat(&self, data: &str) -> Result<Option<Stat>> {
+    /// The node's stat if it exists and is ours.
+    async fn owned_stat(&self, mark: &Mark) -> Result<Option<Stat>> {
         match self.client.get_data(&self.path).await {
-            Ok((held_by, stat)) if held_by == data.as_bytes() => Ok(Some(stat)),
+            Ok((held_by, stat)) if mark.is_ours(&held_by, &stat) => Ok(Some(stat)),
             Ok(_) | Err(zk_client::Error::NoNode) => Ok(None),
             Err(e) if e.is_connection_loss() => Ok(None),
             Err(e) => Err(e.into()),
@@ -201,13 +250,12 @@ impl ExclusiveLock {
     }
 }
 
-/// The cleanup of an abandoned attempt: deletes the node at `path` if it carries our guid.
+/// The cleanup of an abandoned attempt: deletes the node at `path` if it is ours.
 /// Requests are ordered at call time, so this read sees any create the attempt had sent.
-fn remove_if_ours((client, path, guid): (Client, String, Uuid)) -> BoxTask {
+fn remove_if_ours((client, path, mark): (Client, String, Mark)) -> BoxTask {
     Box::pin(async move {
-        let data = Bytes::from(guid.hyphenated().to_string());
         if let Ok((held_by, stat)) = client.get_data(&path).await {
-            if held_by == data {
+            if mark.is_ours(&held_by, &stat) {
                 let _ = delete_guaranteed(&client, &path, Some(stat.czxid)).await;
             }
         }

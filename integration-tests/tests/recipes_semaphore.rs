@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{children, connect, shared_root, wait_children};
+use integration_tests::proxy::Proxy;
 use integration_tests::{chroot, expire_session, fresh_standalone, probe, standalone, ZkTarget};
 use tokio::sync::mpsc;
 use tokio::time::{timeout, Instant};
@@ -442,4 +443,51 @@ async fn every_lock_carries_owner_data_and_lists_its_participants() {
     let guid = plain.participants().await.unwrap()[0].data.clone();
     assert!(uuid::Uuid::parse_str(std::str::from_utf8(&guid).unwrap()).is_ok());
     g.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_whose_create_reply_is_lost_is_found_not_doubled() {
+    let server = standalone().await;
+    let root = chroot(server, "sema_lost_reply").await;
+    let admin = connect(&server.hosts(&root)).await;
+    let proxy = Proxy::start(server.addr()).await;
+    let client = connect(&format!("{}{root}", proxy.connect_string())).await;
+    let session = client.session_id();
+    let sem = Semaphore::new(client.clone(), "/sema", 2).unwrap();
+    // Holding the semaphore's own mutex from outside lets the lease create be the next
+    // create the proxy sees once our acquisition has queued on the mutex.
+    let gate = FairLock::new(admin.clone(), "/sema/locks").unwrap();
+    for run in 0..5 {
+        let held = gate.acquire().await.unwrap();
+        let s = sem.clone();
+        let task = tokio::spawn(async move { s.acquire().await });
+        assert_eq!(
+            wait_children(&admin, "/sema/locks", 2, LIMIT).await.len(),
+            2,
+            "run {run}: our acquisition did not queue on the mutex"
+        );
+        // Let the mutex create's reply pass the proxy first.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        proxy.drop_next_create_reply();
+        held.release().await.unwrap();
+        let lease = timeout(LIMIT, task)
+            .await
+            .unwrap_or_else(|_| panic!("run {run}: acquire hung"))
+            .unwrap()
+            .unwrap_or_else(|e| panic!("run {run}: acquire failed: {e}"));
+        assert!(
+            proxy
+                .wait_create_reply_dropped(Duration::from_secs(1))
+                .await,
+            "run {run}: the proxy did not drop the lease's create reply"
+        );
+        assert_eq!(
+            children(&admin, "/sema/leases").await,
+            vec![lease.node_name().to_owned()],
+            "run {run}: exactly our lease"
+        );
+        assert_eq!(client.session_id(), session, "run {run}: same session");
+        lease.release().await.unwrap();
+    }
+    wait_nodes(&admin, 0, 0).await;
 }

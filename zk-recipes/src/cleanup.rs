@@ -198,3 +198,54 @@ pub(crate) async fn delete_guaranteed(
     }
     Err(gave_up())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::sync::oneshot;
+
+    fn signal(tx: oneshot::Sender<()>) -> BoxTask {
+        Box::pin(async move {
+            let _ = tx.send(());
+        })
+    }
+
+    #[tokio::test]
+    async fn an_armed_guard_runs_its_cleanup_when_dropped() {
+        let (tx, rx) = oneshot::channel();
+        drop(OnDrop::new(tx, signal, "test"));
+        assert!(rx.await.is_ok(), "the cleanup ran");
+    }
+
+    #[tokio::test]
+    async fn a_disarmed_guard_runs_nothing_and_gives_its_state_back() {
+        let (tx, rx) = oneshot::channel();
+        let mut guard = OnDrop::new(tx, signal, "test");
+        assert!(guard.state_mut().is_some());
+        let state = guard.disarm();
+        assert!(guard.disarm().is_none() && guard.state_mut().is_none());
+        drop(guard);
+        drop(state); // the sender goes without sending
+        assert!(rx.await.is_err(), "the cleanup must not run");
+    }
+
+    #[test]
+    fn without_a_runtime_the_task_comes_back() {
+        assert!(in_background(async { 1 }).is_err());
+        // And a dropped guard only logs.
+        let (tx, _rx) = oneshot::channel();
+        drop(OnDrop::new(tx, signal, "test"));
+    }
+
+    #[tokio::test]
+    async fn detached_work_finishes_when_its_caller_is_dropped() {
+        let (tx, rx) = oneshot::channel();
+        let caller = detached(async move {
+            tokio::task::yield_now().await;
+            let _ = tx.send(());
+        });
+        // Polled once (so the task is spawned), then dropped.
+        let _ = tokio::time::timeout(std::time::Duration::ZERO, caller).await;
+        assert!(rx.await.is_ok(), "the detached work ran to its end");
+    }
+}

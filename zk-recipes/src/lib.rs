@@ -9,6 +9,8 @@
 //! - [`ReadWriteLock`]: shared readers, exclusive writers, in one fair queue.
 //! - [`ExclusiveLock`]: one ephemeral node, the simplest lock.
 //! - [`LockGuard`]: the proof of holding: fencing token, fenced writes, loss signalling.
+//! - [`LeaderLatch`]: leader election in Curator's `LeaderLatch` layout, re-joining after
+//!   an expiry on a [`zk_client::SessionManager`] (see [`leader`]).
 //!
 //! # Holding a lock safely
 //!
@@ -47,11 +49,13 @@
 
 mod error;
 mod guard;
+pub mod leader;
 pub mod lock;
 mod state;
 
 pub use error::{Error, LossReason, Result};
 pub use guard::{LockGuard, Released};
+pub use leader::{LeaderLatch, Leadership, LeadershipPolicy, Participant, Term};
 pub use lock::{ExclusiveLock, FairLock, ReadWriteLock};
 pub use state::{LockState, LockTransitions};
 

@@ -6,7 +6,7 @@
 mod common;
 mod leader_common;
 
-use integration_tests::{chroot, ensemble, ZkTarget};
+use integration_tests::{chroot, ensemble};
 use leader_common::{join, leaders, leads, manager, wait_nodes, within, TermLog};
 use zk_recipes::LeadershipPolicy;
 

@@ -11,6 +11,7 @@
 //! - [`LockGuard`]: the proof of holding: fencing token, fenced writes, loss signalling.
 //! - [`LeaderLatch`]: leader election in Curator's `LeaderLatch` layout, re-joining after
 //!   an expiry on a [`zk_client::SessionManager`] (see [`leader`]).
+//! - [`LeaderSelector`]: runs a future while leader (Curator's `LeaderSelector` layout).
 //!
 //! # Holding a lock safely
 //!
@@ -55,7 +56,7 @@ mod state;
 
 pub use error::{Error, LossReason, Result};
 pub use guard::{LockGuard, Released};
-pub use leader::{LeaderLatch, Leadership, LeadershipPolicy, Participant, Term};
+pub use leader::{LeaderLatch, LeaderSelector, Leadership, LeadershipPolicy, Participant, Term};
 pub use lock::{ExclusiveLock, FairLock, ReadWriteLock};
 pub use state::{LockState, LockTransitions};
 

@@ -25,6 +25,8 @@ use crate::lock::support::{ensure_containers, find_own, wait_connected};
 
 /// Curator's `LeaderLatch.LOCK_NAME`.
 pub(crate) const LATCH_NAME: &str = "latch-";
+/// Curator's `InterProcessMutex` lock name, which `LeaderSelector` uses.
+pub(crate) const MUTEX_NAME: &str = crate::lock::naming::MUTEX_LOCK_NAME;
 
 /// Bound on the turns of each loop; each turn waits for the server or a watch.
 const MAX_TURNS: usize = 100_000;
@@ -39,6 +41,9 @@ pub(crate) enum Ended {
 /// What the latch's task shares with the election on each session.
 pub(crate) struct Ctx {
     pub(crate) base: String,
+    /// The name inside each node's name: `latch-` for the latch, `lock-` for the selector
+    /// (Curator's mutex layout; the mutex's holder is the same first node).
+    pub(crate) lock_name: &'static str,
     pub(crate) id: String,
     pub(crate) policy: LeadershipPolicy,
     pub(crate) state: watch::Sender<Leadership>,
@@ -120,7 +125,7 @@ async fn create_protected(ctx: &Ctx, client: &Client, guid: &Uuid) -> Result<Str
     let path = format!(
         "{}/{}",
         ctx.base,
-        naming::protected_node_name(guid, LATCH_NAME)
+        naming::protected_node_name(guid, ctx.lock_name)
     );
     let options = CreateOptions::new(CreateMode::EphemeralSequential);
     for _ in 0..MAX_TURNS {
@@ -152,7 +157,7 @@ async fn create_protected(ctx: &Ctx, client: &Client, guid: &Uuid) -> Result<Str
 /// Follows the queue until our node is gone (returns `Ok`) or the session ends (an error).
 async fn follow(ctx: &Ctx, client: &Client, ours: &str) -> Result<()> {
     for _ in 0..MAX_TURNS {
-        let nodes = queue(client, &ctx.base, LATCH_NAME).await?;
+        let nodes = queue(client, &ctx.base, ctx.lock_name).await?;
         let Some(index) = nodes.iter().position(|n| n == ours) else {
             return Ok(());
         };

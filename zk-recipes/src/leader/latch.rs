@@ -61,6 +61,7 @@ pub struct LeaderLatch {
 #[derive(Debug)]
 struct Inner {
     base: String,
+    lock_name: &'static str,
     id: String,
     manager: SessionManager,
     state: watch::Receiver<Leadership>,
@@ -88,10 +89,22 @@ impl LeaderLatch {
         id: &str,
         policy: LeadershipPolicy,
     ) -> Result<LeaderLatch> {
+        Self::start_named(manager, path, id, policy, LATCH_NAME)
+    }
+
+    /// A latch whose nodes are named `_c_<uuid>-<lock_name><seq>`.
+    pub(crate) fn start_named(
+        manager: &SessionManager,
+        path: &str,
+        id: &str,
+        policy: LeadershipPolicy,
+        lock_name: &'static str,
+    ) -> Result<LeaderLatch> {
         let base = check_base(path)?;
         let (tx, rx) = watch::channel(Leadership::Follower);
         let ctx = Ctx {
             base: base.clone(),
+            lock_name,
             id: id.to_owned(),
             policy,
             state: tx,
@@ -103,6 +116,7 @@ impl LeaderLatch {
         Ok(LeaderLatch {
             inner: Arc::new(Inner {
                 base,
+                lock_name,
                 id: id.to_owned(),
                 manager: manager.clone(),
                 state: rx,
@@ -181,7 +195,7 @@ impl LeaderLatch {
     ///
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<Participant>> {
-        participants(&self.client(), &self.inner.base, LATCH_NAME).await
+        participants(&self.client(), &self.inner.base, self.inner.lock_name).await
     }
 
     /// The leader (the first participant), if any (Curator's `getLeader`).

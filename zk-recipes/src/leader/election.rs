@@ -210,6 +210,8 @@ async fn lead(ctx: &Ctx, client: &Client, ours: &str) -> Result<bool> {
         return Err(Error::LockLost(LossReason::SessionEnded));
     }
     if ctx.policy == LeadershipPolicy::Standard && states.current() != SessionState::Connected {
+        // Suspended (or on a read-only server): lead only once connected read/write again.
+        states.wait_for(|s| s == SessionState::Connected).await;
         return Ok(true);
     }
     ctx.claim(client, &path, &stat);

@@ -24,36 +24,43 @@ async fn leadership_moves_in_queue_order_on_close_and_never_overlaps() {
     let admin = common::connect(&hosts).await;
     let log = TermLog::default();
     let mut latches = Vec::new();
-    for (i, who) in ["a", "b", "c"].iter().enumerate() {
+    for (i, who) in ["a", "b", "c", "d"].iter().enumerate() {
         let m = manager(&hosts).await;
         latches.push(join(&log, &m, PATH, who, LeadershipPolicy::Standard));
         // Join one at a time so the queue order is a, b, c.
         wait_nodes(&admin, PATH, i + 1).await;
     }
-    let [a, b, c] = [&latches[0], &latches[1], &latches[2]];
+    let [a, b, c, d] = [&latches[0], &latches[1], &latches[2], &latches[3]];
     leads(a).await;
     let ids: Vec<_> = a.participants().await.unwrap();
     assert_eq!(
         ids.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(),
-        ["a", "b", "c"]
+        ["a", "b", "c", "d"]
     );
     assert!(ids[0].is_leader && !ids[1].is_leader);
     assert_eq!(c.leader().await.unwrap().unwrap().id, "a");
-    assert_eq!(leaders(&[a, b, c]), 1);
+    assert_eq!(leaders(&[a, b, c, d]), 1);
+
+    // A follower in the middle leaves: its successor watches the next one ahead, and
+    // nothing else changes.
+    b.close().await.unwrap();
+    wait_nodes(&admin, PATH, 3).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(a.is_leader() && !c.is_leader() && !d.is_leader());
 
     a.close().await.unwrap();
     assert_eq!(a.leadership(), Leadership::Closed);
-    leads(b).await;
-    assert_eq!(c.leader().await.unwrap().unwrap().id, "b");
-    b.close().await.unwrap();
     leads(c).await;
-    assert_eq!(leaders(&[a, b, c]), 1);
+    assert_eq!(d.leader().await.unwrap().unwrap().id, "c");
     c.close().await.unwrap();
+    leads(d).await;
+    assert_eq!(leaders(&[a, b, c, d]), 1);
+    d.close().await.unwrap();
     wait_nodes(&admin, PATH, 0).await;
     tokio::time::sleep(Duration::from_millis(50)).await;
     let terms = log.assert_no_overlap();
     let who: Vec<_> = terms.iter().map(|t| t.who.as_str()).collect();
-    assert_eq!(who, ["a", "b", "c"], "{terms:?}");
+    assert_eq!(who, ["a", "c", "d"], "{terms:?}");
 }
 
 #[tokio::test]

@@ -4,6 +4,27 @@
 //! Both run on a [`SessionManager`](zk_client::SessionManager): when a participant's session
 //! expires it loses leadership (never carried over), and it re-joins the election on the
 //! manager's next session with a new node at the end of the queue.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use zk_client::{Client, SessionManager};
+//! use zk_recipes::leader::{LeaderLatch, Leadership, LeadershipPolicy};
+//!
+//! let manager = SessionManager::connect(Client::builder("127.0.0.1:2181")).await?;
+//! let latch = LeaderLatch::start(&manager, "/election/app", "me", LeadershipPolicy::Standard)?;
+//! let mut changes = latch.watch();
+//! loop {
+//!     match &*changes.borrow_and_update() {
+//!         Leadership::Leader(term) => println!("term {} (token {})", term.number, term.fencing_token),
+//!         Leadership::Follower => println!("following"),
+//!         _ => break,
+//!     }
+//!     if changes.changed().await.is_err() {
+//!         break;
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
 
 mod election;
 mod latch;

@@ -269,16 +269,4 @@ impl ClientBuilder {
         self.resume = Some((id, bytes::Bytes::copy_from_slice(password)));
         self
     }
-
-    /// Connects: spawns the connection task on the current tokio runtime and waits until
-    /// a server accepted the session and the credentials.
-    ///
-    /// # Errors
-    ///
-    /// `InvalidArgument`/`InvalidPath` for a bad connect string, `Timeout` when no server
-    /// accepted a session within the establish timeout, `AuthFailed` when the server
-    /// rejected the credentials.
-    pub async fn connect(self) -> Result<Client> {
-        crate::connect::connect(self).await
-    }
 }

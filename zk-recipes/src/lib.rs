@@ -41,6 +41,19 @@
 //! Nothing done under a lock is ever re-sent on a new session: the client does not retry
 //! after a connection loss and never opens a new session by itself.
 //!
+//! # When requests are sent, and cancellation
+//!
+//! The recipes' calls are `async fn`s: unlike [`zk_client::Client`]'s operations, which queue
+//! their request when called, a lock call sends nothing until its future is first polled.
+//! `let r = guard.release();` releases nothing until `r` is awaited (and if `r` is dropped
+//! unpolled, the guard it holds is dropped, which releases in the background). Spawn the call
+//! (`tokio::spawn(guard.release())`) to start it at once.
+//!
+//! Dropping a pending call is always safe: a dropped acquisition removes its queue node in the
+//! background (through reconnects), a dropped release still deletes the node, and a dropped
+//! guard releases in the background. Each method's `# Cancel safety` section says what is lost
+//! (only the outcome).
+//!
 //! # The protected create
 //!
 //! Each queue node's name carries a fresh guid (`_c_<uuid>-`). When a create's reply is lost

@@ -35,6 +35,7 @@ mod inbound;
 mod outbox;
 mod pending;
 mod reap;
+mod set_watches;
 pub(crate) mod timers;
 mod watches;
 mod xid;

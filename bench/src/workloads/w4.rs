@@ -1,0 +1,129 @@
+//! W4: sessions taking turns on one fair lock; W4bare, its diagnostic with a minimal lock.
+
+use tokio::task::JoinSet;
+
+use super::common::{
+    bounded, close_ours, connect_ours, connect_theirs, ensure_node, join_all, lock_theirs,
+    sessions, wait_children, Which,
+};
+use crate::sys::{Meter, Sample};
+use crate::{Ctx, Res};
+
+/// W4: `w4_sessions` sessions each acquire and release the same fair lock `w4_rounds` times
+/// (ops = acquisitions).
+pub(crate) async fn run(ctx: &Ctx, which: Which, round: usize) -> Res<Sample> {
+    let n = ctx.sizes.w4_sessions;
+    let per = ctx.sizes.w4_rounds;
+    let base = format!("{}/w4-{}-{round}", ctx.root, which.tag());
+    let setup = connect_ours(ctx).await?;
+    ensure_node(&setup, &base, b"").await?;
+    let step = ctx.limits.step;
+    let mut tasks = JoinSet::new();
+    let mut ours_clients = Vec::new();
+    let m;
+    match which {
+        Which::Ours => {
+            let clients = sessions(n, || connect_ours(ctx)).await?;
+            ours_clients = clients.clone();
+            m = Meter::start(ctx.addr).await;
+            for c in clients {
+                let lock = zk_recipes::FairLock::new(c, &base)?;
+                tasks.spawn(async move {
+                    for _ in 0..per {
+                        let guard = lock.acquire_timeout(step).await?;
+                        // Waits for the delete's reply (and for the removal of its own watch).
+                        guard.release().await?;
+                    }
+                    Ok(())
+                });
+            }
+        }
+        Which::Theirs => {
+            let clients = sessions(n, || connect_theirs(ctx)).await?;
+            m = Meter::start(ctx.addr).await;
+            for c in clients {
+                let base = base.clone();
+                tasks.spawn(async move {
+                    for _ in 0..per {
+                        let lock = lock_theirs(&c, &base, step, "W4 lock (theirs)").await?;
+                        // Dropping the LockClient deletes the node in a background task: the
+                        // release does not wait for the delete's reply.
+                        drop(lock);
+                    }
+                    Ok(())
+                });
+            }
+        }
+    }
+    join_all(ctx, "W4", tasks).await?;
+    let s = m.stop((n * per) as u64).await;
+    close_ours(ours_clients).await;
+    // Their background deletes may still be running: wait for the queue to drain.
+    wait_children(&setup, &base, 0, step).await?;
+    let _ = setup.delete(&base, None).await;
+    close_ours(vec![setup]).await;
+    Ok(s)
+}
+
+/// Diagnostic for W4: the same hand-off with zk-client and a bare Curator-layout lock written
+/// here (create ephemeral-sequential, list, watch the predecessor with getData, re-list on its
+/// event; release = delete, waiting for the reply). No loss monitor, no re-entrancy, no
+/// protected-create recovery: it separates the client's share of W4 from the recipe's.
+pub(crate) async fn bare(ctx: &Ctx, round: usize) -> Res<Sample> {
+    let n = ctx.sizes.w4_sessions;
+    let per = ctx.sizes.w4_rounds;
+    let base = format!("{}/w4-bare-{round}", ctx.root);
+    let setup = connect_ours(ctx).await?;
+    ensure_node(&setup, &base, b"").await?;
+    let step = ctx.limits.step;
+    let clients = sessions(n, || connect_ours(ctx)).await?;
+    let mut tasks = JoinSet::new();
+    let m = Meter::start(ctx.addr).await;
+    for (i, c) in clients.iter().cloned().enumerate() {
+        let base = base.clone();
+        tasks.spawn(async move {
+            let opts = zk_client::CreateOptions::ephemeral_sequential();
+            for k in 0..per {
+                let prefix = format!("{base}/_c_{:08x}-{i:04}-{k:06}-lock-", std::process::id());
+                bounded(step, "W4 bare lock", async {
+                    let (ours, _) = c.create(&prefix, b"", &opts).await?;
+                    let ours = ours.rsplit('/').next().unwrap_or_default().to_owned();
+                    loop {
+                        let mut children = c.get_children(&base).await?;
+                        children.sort_by(|a, b| seq_of(a).cmp(seq_of(b)));
+                        let at = children
+                            .iter()
+                            .position(|c| *c == ours)
+                            .ok_or("W4 bare: our node is gone")?;
+                        if at == 0 {
+                            break;
+                        }
+                        let blocker = format!("{base}/{}", children[at - 1]);
+                        match c.get_data_watch(&blocker).await {
+                            Ok((_, _, watcher)) => {
+                                watcher.await?;
+                            }
+                            Err(zk_client::Error::NoNode) => {}
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
+                    c.delete(&format!("{base}/{ours}"), None).await?;
+                    Ok(())
+                })
+                .await?;
+            }
+            Ok(())
+        });
+    }
+    join_all(ctx, "W4 bare", tasks).await?;
+    let s = m.stop((n * per) as u64).await;
+    close_ours(clients).await;
+    let _ = setup.delete(&base, None).await;
+    close_ours(vec![setup]).await;
+    Ok(s)
+}
+
+/// The trailing sequence number of a queue node's name.
+fn seq_of(name: &str) -> &str {
+    &name[name.len().saturating_sub(10)..]
+}

@@ -96,8 +96,8 @@
 //!    change leaves through one ordered queue, `session/outbox.rs`.
 //! 4. Back on the caller's task, the operation's future decodes the reply (`zk-proto`).
 //!
-//! Module imports go one way: the public API (`client`, `builder`, `watcher`,
-//! `state_watcher`) on top, `connect` wiring them to `driver`, then `session` and `hosts`
+//! Module imports go one way: `managed` (the [`SessionManager`], which builds clients) above
+//! the public API (`client`, `builder`, `watcher`, `state_watcher`), `connect` wiring them to `driver`, then `session` and `hosts`
 //! (no IO), then `command`, `event`, `state`, `path`, `error`; `zk-proto` at the bottom.
 //!
 //! # Sessions

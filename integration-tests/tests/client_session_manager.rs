@@ -78,3 +78,51 @@ async fn a_client_closed_by_its_owner_ends_the_manager_without_renewal() {
     ));
     assert_eq!(m.current().number, 1);
 }
+
+#[tokio::test]
+async fn renewal_retries_with_backoff_until_a_server_accepts_a_new_session() {
+    use integration_tests::proxy::{Mode, Proxy};
+    use std::time::Duration;
+    use tokio::time::Instant;
+    use zk_client::{Client, SessionManager};
+
+    let server = standalone().await;
+    let root = chroot(server, "session_manager_retry").await;
+    let proxy = Proxy::start(server.addr()).await;
+    let builder = Client::builder(&format!("{}{root}", proxy.connect_string()))
+        .session_timeout(leader_common::SESSION)
+        .establish_timeout(Duration::from_millis(300));
+    let m = SessionManager::with_backoff(
+        builder,
+        Duration::from_millis(50),
+        Duration::from_millis(400),
+        100,
+    )
+    .await
+    .unwrap();
+    let mut clients = m.subscribe();
+    let old = m.client();
+    let mut states = old.state_watcher();
+    // The session expires behind a partition, and then no server accepts connections for a
+    // while: every renewal attempt in that time fails.
+    proxy.set_mode(Mode::Blackhole);
+    within("expired", states.wait_for(|s| s == SessionState::Expired)).await;
+    proxy.set_mode(Mode::Refuse);
+    let refused_at = Instant::now();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        m.current().number,
+        1,
+        "no session while every server refuses"
+    );
+    assert!(
+        m.ended().is_none(),
+        "failed attempts do not end the manager"
+    );
+    proxy.set_mode(Mode::Pass);
+    let new = within("renewal", clients.changed()).await.unwrap();
+    assert_eq!(new.number, 2);
+    assert!(refused_at.elapsed() < Duration::from_secs(10));
+    new.client.exists("/").await.unwrap();
+    m.close().await.unwrap();
+}

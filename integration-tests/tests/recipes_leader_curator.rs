@@ -142,3 +142,105 @@ async fn rust_and_curator_latches_elect_one_leader_and_curator_names_ours() {
     log.assert_no_overlap();
     wait_nodes(&admin, PATH, 0).await;
 }
+
+#[tokio::test]
+async fn rust_and_curator_selectors_take_turns_and_curator_lists_ours() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use zk_client::CreateOptions;
+    use zk_recipes::LeaderSelector;
+
+    const ROUNDS: usize = 6;
+    let server = standalone().await;
+    let root = chroot(server, "selector_curator").await;
+    let hosts = server.hosts(&root);
+    let path = "/election/selector";
+    let violations = Arc::new(AtomicUsize::new(0));
+    let rust_rounds = Arc::new(AtomicUsize::new(0));
+    let mut selectors = Vec::new();
+    for id in ["rust-1", "rust-2"] {
+        let m = manager(&hosts).await;
+        let (violations, rust_rounds) = (violations.clone(), rust_rounds.clone());
+        let s = LeaderSelector::start(
+            &m,
+            path,
+            id,
+            LeadershipPolicy::Standard,
+            true,
+            move |client, _term| {
+                let (violations, rust_rounds) = (violations.clone(), rust_rounds.clone());
+                async move {
+                    // The same critical section as the Java side.
+                    match client
+                        .create("/marker", b"", &CreateOptions::ephemeral())
+                        .await
+                    {
+                        Err(zk_client::Error::NodeExists) => {
+                            violations.fetch_add(1, Ordering::SeqCst);
+                        }
+                        other => {
+                            other.expect("create marker");
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    if client.delete("/marker", None).await.is_err() {
+                        violations.fetch_add(1, Ordering::SeqCst);
+                    }
+                    rust_rounds.fetch_add(1, Ordering::SeqCst);
+                }
+            },
+        )
+        .unwrap();
+        selectors.push((s, m));
+    }
+    let source = format!("{}/java/CuratorSelector.java", env!("CARGO_MANIFEST_DIR"));
+    let java = std::env::var("ZK_JAVA").unwrap_or_else(|_| "java".into());
+    let mut child = Command::new(java)
+        .args(["-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp"])
+        .arg(format!("{CURATOR_JAR}:{SLF4J_NOP}"))
+        .arg(source)
+        .args([&hosts, path, "java-1", &ROUNDS.to_string(), "/marker"])
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start java");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let ready = within("java output", lines.next_line())
+        .await
+        .expect("read");
+    assert_eq!(ready.as_deref(), Some("READY"));
+    let done = within("java output", lines.next_line())
+        .await
+        .expect("read")
+        .unwrap_or_default();
+    assert!(
+        within("java exit", child.wait()).await.unwrap().success(),
+        "{done}"
+    );
+    for (s, m) in &selectors {
+        s.close().await.unwrap();
+        m.close().await.unwrap();
+    }
+    let field = |key: &str| {
+        done.split_whitespace()
+            .find_map(|kv| kv.strip_prefix(key))
+            .unwrap_or_else(|| panic!("no {key} in {done:?}"))
+            .to_owned()
+    };
+    assert_eq!(field("violations="), "0", "{done}");
+    assert_eq!(violations.load(Ordering::SeqCst), 0);
+    assert!(
+        rust_rounds.load(Ordering::SeqCst) >= ROUNDS - 1,
+        "turns were shared"
+    );
+    let mut ids: Vec<String> = field("participants=")
+        .split(',')
+        .map(str::to_owned)
+        .collect();
+    ids.sort();
+    assert_eq!(
+        ids,
+        ["java-1", "rust-1", "rust-2"],
+        "Curator lists our ids: {done}"
+    );
+}

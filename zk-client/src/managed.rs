@@ -116,7 +116,10 @@ impl SessionManager {
     ///
     /// # Cancel safety
     ///
-    /// Dropping the future before it completes leaves nothing running.
+    /// Dropping the future before it completes leaves nothing running: the client being
+    /// connected is dropped, and closes the session it may have opened (as
+    /// [`ClientBuilder::connect`]). A renewal cut short by [`close`](Self::close) does the
+    /// same.
     pub async fn connect(builder: ClientBuilder) -> Result<SessionManager> {
         Self::with_backoff(
             builder,

@@ -230,6 +230,10 @@ where
         state.send_replace(Leadership::Leader(term.clone()));
         debug!(base = %turn.base, number, "leading: work starts");
         let client = turn.manager.client();
+        if client.session_id() != term.session_id {
+            // The manager has moved on to a new session since: this term is already over.
+            return Ok(true);
+        }
         let mut leadership = latch.watch();
         tokio::select! {
             _ = stop.cancelled() => Ok(false),

@@ -223,22 +223,24 @@ where
             _ = stop.cancelled() => return Ok::<bool, Error>(false),
             term = latch.await_leadership(None) => term?,
         };
+        let latch_number = latch_term.number;
         let term = Term {
             number,
             ..latch_term
         };
-        state.send_replace(Leadership::Leader(term.clone()));
-        debug!(base = %turn.base, number, "leading: work starts");
         let client = turn.manager.client();
         if client.session_id() != term.session_id {
             // The manager has moved on to a new session since: this term is already over.
             return Ok(true);
         }
+        state.send_replace(Leadership::Leader(term.clone()));
+        debug!(base = %turn.base, number, "leading: work starts");
         let mut leadership = latch.watch();
         tokio::select! {
             _ = stop.cancelled() => Ok(false),
             () = work(client, term) => Ok(true),
-            _ = leadership.wait_for(|s| !s.is_leader()) => {
+            // Any change of the latch's term ends ours (a new term after a suspension too).
+            _ = leadership.wait_for(|s| s.term().map(|t| t.number) != Some(latch_number)) => {
                 debug!(base = %turn.base, number, "leadership lost: work dropped");
                 Ok(true)
             }

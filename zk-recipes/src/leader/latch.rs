@@ -83,6 +83,10 @@ impl LeaderLatch {
     /// # Errors
     ///
     /// [`Error::InvalidPath`] for a path that is not absolute, is the root, or ends with `/`.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime (the election runs in a spawned task), as `tokio::spawn`.
     pub fn start(
         manager: &SessionManager,
         path: &str,

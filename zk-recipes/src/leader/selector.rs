@@ -80,6 +80,10 @@ impl LeaderSelector {
     /// # Errors
     ///
     /// [`Error::InvalidPath`] for a path that is not absolute, is the root, or ends with `/`.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime (the election runs in a spawned task), as `tokio::spawn`.
     pub fn start<F, Fut>(
         manager: &SessionManager,
         path: &str,

@@ -232,3 +232,36 @@ async fn wait_watches(server: &Server, n: usize) {
     }
     panic!("server never held {n} watches; last wchs:\n{last}");
 }
+
+#[tokio::test]
+async fn a_lost_create_reply_is_found_again_by_its_guid_and_leaves_no_ghost() {
+    let server = standalone().await;
+    let root = chroot(server, "leader_lost_reply").await;
+    let hosts = server.hosts(&root);
+    let admin = common::connect(&hosts).await;
+    admin
+        .create_all(PATH, &[], &zk_client::CreateOptions::persistent())
+        .await
+        .unwrap();
+    let proxy = Proxy::start(server.addr()).await;
+    let m = manager(&format!("{}{root}", proxy.connect_string())).await;
+    let session = m.client().session_id();
+    proxy.drop_next_create_reply();
+    let log = TermLog::default();
+    let latch = join(&log, &m, PATH, "survivor", LeadershipPolicy::Standard);
+    assert!(
+        proxy.wait_create_reply_dropped(LIMIT).await,
+        "the proxy never dropped the create reply"
+    );
+    let term = within("lead", latch.await_leadership(None)).await.unwrap();
+    assert_eq!(m.client().session_id(), session, "the same session");
+    let nodes = wait_nodes(&admin, PATH, 1).await;
+    assert_eq!(
+        term.node,
+        format!("{PATH}/{}", nodes[0]),
+        "our one node, no ghost"
+    );
+    assert_eq!(latch.leader().await.unwrap().unwrap().id, "survivor");
+    latch.close().await.unwrap();
+    wait_nodes(&admin, PATH, 0).await;
+}

@@ -265,3 +265,41 @@ async fn a_lost_create_reply_is_found_again_by_its_guid_and_leaves_no_ghost() {
     latch.close().await.unwrap();
     wait_nodes(&admin, PATH, 0).await;
 }
+
+#[tokio::test]
+async fn a_deleted_leader_node_ends_the_term_and_the_participant_joins_again_at_the_end() {
+    let server = standalone().await;
+    let root = chroot(server, "leader_node_deleted").await;
+    let hosts = server.hosts(&root);
+    let admin = common::connect(&hosts).await;
+    let log = TermLog::default();
+    let (ma, mb) = (manager(&hosts).await, manager(&hosts).await);
+    let a = join(&log, &ma, PATH, "a", LeadershipPolicy::Standard);
+    leads(&a).await;
+    let b = join(&log, &mb, PATH, "b", LeadershipPolicy::Standard);
+    wait_nodes(&admin, PATH, 2).await;
+    let node = a.leadership().term().unwrap().node.clone();
+    // An operator (or a revocation) deletes the leader's node.
+    admin.delete(&node, None).await.unwrap();
+    leads(&b).await;
+    assert!(!a.is_leader());
+    wait_nodes(&admin, PATH, 2).await;
+    let ids: Vec<_> = b
+        .participants()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.id)
+        .collect();
+    assert_eq!(ids, ["b", "a"], "a joined again behind b with a new node");
+    b.close().await.unwrap();
+    leads(&a).await;
+    assert_ne!(a.leadership().term().unwrap().node, node);
+    a.close().await.unwrap();
+    // No overlap check here: a deleted node is leadership gone on the server before its
+    // owner can hear of it (both hear of it from the same notification).
+    let mut terms = log.terms();
+    terms.sort_by_key(|t| t.start);
+    let who: Vec<_> = terms.into_iter().map(|t| t.who).collect();
+    assert_eq!(who, ["a", "b", "a"]);
+}

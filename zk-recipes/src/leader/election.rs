@@ -23,15 +23,12 @@ use crate::cleanup::find_own;
 use crate::error::{Error, LossReason, Result};
 use crate::lock::naming;
 use crate::lock::support::ensure_containers;
-use crate::retry::wait_connected;
+use crate::retry::{retry_after, wait_connected, MAX_TURNS};
 
 /// Curator's `LeaderLatch.LOCK_NAME`.
 pub(crate) const LATCH_NAME: &str = "latch-";
 /// Curator's `InterProcessMutex` lock name, which `LeaderSelector` uses.
 pub(crate) const MUTEX_NAME: &str = crate::lock::naming::MUTEX_LOCK_NAME;
-
-/// Bound on the turns of each loop; each turn waits for the server or a watch.
-const MAX_TURNS: usize = 100_000;
 
 /// Why an election on one session stopped.
 #[derive(Debug)]
@@ -177,8 +174,7 @@ async fn follow(ctx: &Ctx, client: &Client, ours: &str) -> Result<()> {
                 wait_event(client, watcher).await?;
             }
             Err(zk_client::Error::NoNode) => {}
-            Err(e) if e.is_connection_loss() => wait_connected(client).await?,
-            Err(e) => return Err(e.into()),
+            Err(e) => retry_after(client, e).await?,
         }
     }
     Err(Error::Timeout)
@@ -188,8 +184,7 @@ async fn follow(ctx: &Ctx, client: &Client, ours: &str) -> Result<()> {
 async fn wait_event(client: &Client, watcher: Watcher) -> Result<()> {
     match watcher.await {
         Ok(_) => Ok(()),
-        Err(e) if e.is_connection_loss() => wait_connected(client).await,
-        Err(e) => Err(e.into()),
+        Err(e) => retry_after(client, e).await,
     }
 }
 

@@ -3,10 +3,7 @@
 use zk_client::Client;
 
 use crate::error::Result;
-use crate::retry::wait_connected;
-
-/// Bound on retries of a listing through connection losses.
-const MAX_TURNS: usize = 1_000;
+use crate::retry::retrying;
 
 /// A participant of an election, as read from its node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,18 +30,16 @@ pub(crate) fn sort_queue(children: &mut [String], lock_name: &str) {
 
 /// Lists `base` in queue order, waiting out connection losses (empty if it does not exist).
 pub(crate) async fn queue(client: &Client, base: &str, lock_name: &str) -> Result<Vec<String>> {
-    for _ in 0..MAX_TURNS {
+    let listed = retrying(client, || async {
         match client.get_children(base).await {
-            Ok(mut children) => {
-                sort_queue(&mut children, lock_name);
-                return Ok(children);
-            }
-            Err(zk_client::Error::NoNode) => return Ok(Vec::new()),
-            Err(e) if e.is_connection_loss() => wait_connected(client).await?,
-            Err(e) => return Err(e.into()),
+            Err(zk_client::Error::NoNode) => Ok(Vec::new()),
+            other => other,
         }
-    }
-    Err(crate::Error::Client(zk_client::Error::ConnectionLoss))
+    })
+    .await;
+    let mut children = listed?;
+    sort_queue(&mut children, lock_name);
+    Ok(children)
 }
 
 /// Every participant in queue order, ids read from the nodes' data (nodes that vanish

@@ -9,6 +9,15 @@
 //! - [`ReadWriteLock`]: shared readers, exclusive writers, in one fair queue.
 //! - [`ExclusiveLock`]: one ephemeral node, the simplest lock.
 //! - [`LockGuard`]: the proof of holding: fencing token, fenced writes, loss signalling.
+//! - [`Semaphore`] / [`SemaphoreMutex`]: leases (Curator's `InterProcessSemaphoreV2`
+//!   layout), each a [`Lease`] guard with the same loss signal; cancellation safe.
+//! - [`MultiLock`]: several locks taken in order, released in reverse, all or nothing.
+//! - Owner data and [`Participant`]s: nodes carry Curator's default data (the local address)
+//!   or a chosen id, and every lock lists its queue; [`revoke`] and
+//!   [`LockGuard::revocation_requested`] are Curator's cooperative revocation.
+//! - [`LeaderLatch`]: leader election in Curator's `LeaderLatch` layout, re-joining after
+//!   an expiry on a [`zk_client::SessionManager`] (see [`leader`]).
+//! - [`LeaderSelector`]: runs a future while leader (Curator's `LeaderSelector` layout).
 //!
 //! # Holding a lock safely
 //!
@@ -58,15 +67,25 @@
 //! the guid, instead of creating a second node that would wait behind a ghost forever.
 #![forbid(unsafe_code)]
 
+mod cleanup;
 mod error;
 mod guard;
+pub mod leader;
 pub mod lock;
 mod metrics;
+mod owner;
+mod retry;
+mod revoke;
+mod semaphore;
 mod state;
 
 pub use error::{Error, LossReason, Result};
 pub use guard::{LockGuard, Released};
-pub use lock::{ExclusiveLock, FairLock, ReadWriteLock};
+pub use leader::{LeaderLatch, LeaderSelector, Leadership, LeadershipPolicy, Term};
+pub use lock::{ExclusiveLock, FairLock, Lock, MultiGuard, MultiLock, ReadWriteLock};
+pub use owner::Participant;
+pub use revoke::{revoke, REVOKE_MESSAGE};
+pub use semaphore::{Lease, Semaphore, SemaphoreMutex};
 pub use state::{LockState, LockTransitions};
 
 /// The README's examples, compiled (and the runnable ones run) as doctests.

@@ -79,6 +79,7 @@ async fn mixed_curator_kazoo_and_rust_queue() {
     let client = connect(&hosts).await;
     let guard = FairLock::new(client.clone(), lock)
         .unwrap()
+        .with_owner_data("rust-worker-1")
         .acquire()
         .await
         .unwrap();
@@ -109,7 +110,7 @@ async fn mixed_curator_kazoo_and_rust_queue() {
         entries[0]["owner_session"],
         format!("0x{:x}", client.session_id())
     );
-    assert_eq!(entries[0]["data"], "", "zk-recipes writes no data");
+    assert_eq!(entries[0]["data"], "rust-worker-1");
     assert_ne!(entries[1]["data"], "", "Curator writes its host address");
     assert_eq!(entries[2]["data"], "kazoo-worker-7");
     let warnings = report["warnings"].to_string();

@@ -39,6 +39,7 @@ mod process;
 mod runtime;
 mod server;
 
+pub mod pki;
 pub mod probe;
 pub mod proxy;
 

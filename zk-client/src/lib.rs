@@ -175,6 +175,8 @@ mod path;
 mod session;
 mod state;
 mod state_watcher;
+#[cfg(feature = "tls")]
+mod tls;
 mod watcher;
 
 pub use builder::{
@@ -186,6 +188,8 @@ pub use error::{Error, Result};
 pub use event::{AddWatchMode, EventType, WatchedEvent, WatcherType};
 pub use state::SessionState;
 pub use state_watcher::StateWatcher;
+#[cfg(feature = "tls")]
+pub use tls::TlsOptions;
 pub use watcher::{PersistentWatcher, Watcher};
 pub use zk_proto::records::{ClientInfo, CreateMode};
 pub use zk_proto::{Acl, ErrorCode, Id, Perms, Stat};

@@ -27,6 +27,8 @@ fn config() -> SessionConfig {
         set_watches_batch: SET_WATCHES_BATCH_BYTES,
         max_request_len: zk_proto::SERVER_MAX_BUFFER,
         request_timeout: None,
+        #[cfg(feature = "sasl")]
+        sasl: None,
     }
 }
 

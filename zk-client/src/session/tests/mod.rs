@@ -13,6 +13,8 @@ use super::*;
 use crate::command::{WatchKind, WatchSender};
 use crate::event::WatchedEvent;
 
+#[cfg(feature = "sasl")]
+mod sasl;
 mod watches;
 
 const TIMEOUT: Duration = Duration::from_secs(9);

@@ -49,20 +49,13 @@ pub(crate) fn parse_args() -> Result<Args, String> {
         let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
         match arg.as_str() {
             "--rounds" => {
-                args.rounds = value("--rounds")?
-                    .parse()
-                    .map_err(|e| format!("--rounds: {e}"))?;
-                if args.rounds == 0 {
-                    return Err("--rounds must be at least 1".into());
-                }
+                args.rounds = number("--rounds", value("--rounds")?, 1)?;
             }
             "--quick" => args.quick = true,
             "--no-warmup" => args.no_warmup = true,
             "--window" => {
-                let w: usize = value("--window")?
-                    .parse()
-                    .map_err(|e| format!("--window: {e}"))?;
-                args.window = Some(w.clamp(1, 100_000));
+                let w: usize = number("--window", value("--window")?, 1)?;
+                args.window = Some(w.min(100_000));
             }
             "--workloads" => {
                 let list = value("--workloads")?;
@@ -74,12 +67,7 @@ pub(crate) fn parse_args() -> Result<Args, String> {
             }
             "--connect" => args.connect = Some(value("--connect")?),
             "--threads" => {
-                args.threads = value("--threads")?
-                    .parse()
-                    .map_err(|e| format!("--threads: {e}"))?;
-                if args.threads == 0 {
-                    return Err("--threads must be at least 1".into());
-                }
+                args.threads = number("--threads", value("--threads")?, 1)?;
             }
             "--clients" => {
                 args.clients = match value("--clients")?.as_str() {
@@ -90,10 +78,8 @@ pub(crate) fn parse_args() -> Result<Args, String> {
                 }
             }
             "--serve" => {
-                let secs: u64 = value("--serve")?
-                    .parse()
-                    .map_err(|e| format!("--serve: {e}"))?;
-                args.serve = Some(Duration::from_secs(secs.clamp(1, 3600)));
+                let secs: u64 = number("--serve", value("--serve")?, 1)?;
+                args.serve = Some(Duration::from_secs(secs.min(3600)));
             }
             "--mem-child" => {
                 args.mem_child = Some(match value("--mem-child")?.as_str() {
@@ -107,6 +93,19 @@ pub(crate) fn parse_args() -> Result<Args, String> {
         }
     }
     Ok(args)
+}
+
+/// `text` as a number of at least `min`.
+fn number<T>(name: &str, text: String, min: T) -> Result<T, String>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display,
+    T::Err: std::fmt::Display,
+{
+    let n: T = text.parse().map_err(|e| format!("{name} {text}: {e}"))?;
+    if n < min {
+        return Err(format!("{name} must be at least {min}"));
+    }
+    Ok(n)
 }
 
 /// Whether the run includes `w`.

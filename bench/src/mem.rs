@@ -66,38 +66,41 @@ pub(crate) async fn mem_child(args: &Args, which: Which) -> Res<()> {
         limits: limits(args.quick),
     };
     let n = sizes.idle_sessions;
-    let settle = Duration::from_millis(500);
     let kib = match which {
         Which::Ours => {
-            let warm = workloads::connect_ours(&ctx).await?;
-            tokio::time::sleep(settle).await;
-            let before = sys::rss_kib().ok_or("no VmRSS")?;
-            let mut all = Vec::with_capacity(n);
-            for _ in 0..n {
-                all.push(workloads::connect_ours(&ctx).await?);
-            }
-            tokio::time::sleep(settle).await;
-            let after = sys::rss_kib().ok_or("no VmRSS")?;
-            for c in all.iter().chain([&warm]) {
+            let (kib, all) = rss_per_session(n, || workloads::connect_ours(&ctx)).await?;
+            for c in &all {
                 let _ = tokio::time::timeout(Duration::from_secs(5), c.close()).await;
             }
-            (after as f64 - before as f64) / n as f64
+            kib
         }
         Which::Theirs => {
-            let warm = workloads::connect_theirs(&ctx).await?;
-            tokio::time::sleep(settle).await;
-            let before = sys::rss_kib().ok_or("no VmRSS")?;
-            let mut all = Vec::with_capacity(n);
-            for _ in 0..n {
-                all.push(workloads::connect_theirs(&ctx).await?);
-            }
-            tokio::time::sleep(settle).await;
-            let after = sys::rss_kib().ok_or("no VmRSS")?;
-            drop(all);
-            drop(warm);
-            (after as f64 - before as f64) / n as f64
+            rss_per_session(n, || workloads::connect_theirs(&ctx))
+                .await?
+                .0
         }
     };
     println!("KIB_PER_SESSION {kib:.2}");
     Ok(())
+}
+
+/// RSS growth per session over `n` idle sessions (after one warm-up session, which is
+/// returned last with the others).
+async fn rss_per_session<C, F, Fut>(n: usize, connect: F) -> Res<(f64, Vec<C>)>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Res<C>>,
+{
+    let settle = Duration::from_millis(500);
+    let warm = connect().await?;
+    tokio::time::sleep(settle).await;
+    let before = sys::rss_kib().ok_or("no VmRSS")?;
+    let mut all = Vec::with_capacity(n + 1);
+    for _ in 0..n {
+        all.push(connect().await?);
+    }
+    tokio::time::sleep(settle).await;
+    let after = sys::rss_kib().ok_or("no VmRSS")?;
+    all.push(warm);
+    Ok(((after as f64 - before as f64) / n as f64, all))
 }

@@ -93,9 +93,10 @@ async fn lock_nodes_use_curators_layout() {
         .await
         .unwrap();
     let name = guard.node_name().to_owned();
-    assert!(zk_recipes::lock::naming::is_protected(&name), "{name}");
-    assert!(name[40..].starts_with("lock-"), "{name}");
-    assert_eq!(zk_recipes::lock::naming::sequence_of(&name), Some(0));
+    // Curator's protected name: `_c_` + a dashed UUID + `-`, then the lock name and `%010d`.
+    assert!(name.starts_with("_c_") && name.len() > 40, "{name}");
+    assert!(uuid::Uuid::parse_str(&name[3..39]).is_ok(), "{name}");
+    assert_eq!(&name[39..], "-lock-0000000000", "{name}");
     let (_, stat) = client.get_data(guard.path()).await.unwrap();
     assert_eq!(stat.ephemeral_owner, client.session_id(), "ephemeral");
     assert_eq!(guard.fencing_token(), stat.czxid);

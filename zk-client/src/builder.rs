@@ -327,22 +327,4 @@ impl ClientBuilder {
         self.tls = Some(options);
         self
     }
-
-    /// Connects: spawns the connection task on the current tokio runtime and waits until
-    /// a server accepted the session and the credentials.
-    ///
-    /// # Errors
-    ///
-    /// `InvalidArgument`/`InvalidPath` for a bad connect string, `Timeout` when no server
-    /// accepted a session within the establish timeout, `AuthFailed` when the server
-    /// rejected the credentials, `Tls` for TLS options that do not load or when every host
-    /// failed the TLS handshake.
-    ///
-    /// # Cancellation
-    ///
-    /// Dropping the future stops waiting; the connection task it spawned ends once its
-    /// [`Client`] (dropped with the future) is gone.
-    pub async fn connect(self) -> Result<Client> {
-        crate::connect::connect(self).await
-    }
 }

@@ -13,9 +13,35 @@ use crate::hosts::{parse_connect_string, HostList};
 use crate::session::{timers, Session, SessionConfig, SET_WATCHES_BATCH_BYTES};
 use crate::state::{SessionInfo, SessionState, STATE_HISTORY};
 
+impl ClientBuilder {
+    /// Connects: spawns the connection task on the current tokio runtime and waits until
+    /// a server accepted the session and the credentials.
+    ///
+    /// ```no_run
+    /// # async fn f() -> zk_client::Result<()> {
+    /// let client = zk_client::Client::builder("127.0.0.1:2181/app").connect().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `InvalidArgument`/`InvalidPath` for a bad connect string, `Timeout` when no server
+    /// accepted a session within the establish timeout, `AuthFailed` when the server
+    /// rejected the credentials (or the SASL exchange), `Tls` for TLS options that do not
+    /// load or when every host failed the TLS handshake.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before it completes drops the new client: its connection task
+    /// closes the session it may have opened.
+    pub async fn connect(self) -> Result<Client> {
+        connect(self).await
+    }
+}
+
 /// Spawns the connection task for `b` on the current runtime and waits until a server
 /// accepted the session and the builder's credentials.
-pub(crate) async fn connect(b: ClientBuilder) -> Result<Client> {
+async fn connect(b: ClientBuilder) -> Result<Client> {
     let (hosts, chroot) = parse_connect_string(&b.connect_string)?;
     let hosts = HostList::new(hosts);
     let mut session = Session::new(session_config(&b, hosts.len()), now());

@@ -118,44 +118,16 @@ impl Fuzz<'_> {
                 Ok(())
             }
             6 => {
-                let resp = ConnectResponse {
-                    protocol_version: 0,
-                    timeout: i32::from(self.u16()) - 1000,
-                    session_id: i64::from(self.byte().unwrap_or(0) % 3),
-                    passwd: self.bytes(16),
-                    read_only: self.byte().unwrap_or(0).is_multiple_of(2),
-                };
-                self.s.handle_frame(encode(&resp), now)
+                let frame = self.connect_response();
+                self.s.handle_frame(frame, now)
             }
             7 => {
-                let xid = match self.byte().unwrap_or(0) % 6 {
-                    0 => special::PING,
-                    1 => special::AUTH,
-                    2 => special::SET_WATCHES,
-                    _ => i32::from(self.byte().unwrap_or(1) % 16),
-                };
-                let err = ErrorCode::from_i32(-i32::from(self.byte().unwrap_or(0) % 130));
-                let mut frame = BytesMut::new();
-                ReplyHeader { xid, zxid: 7, err }.encode(&mut frame);
-                let len = usize::from(self.byte().unwrap_or(0));
-                frame.put_slice(&self.bytes(len));
-                self.s.handle_frame(frame.freeze(), now)
+                let frame = self.reply();
+                self.s.handle_frame(frame, now)
             }
             8 => {
-                let event = WatcherEvent {
-                    event_type: EventType::from_i32(i32::from(self.byte().unwrap_or(0) % 9) - 1),
-                    state: KeeperState::SyncConnected,
-                    path: self.path(),
-                };
-                let mut frame = BytesMut::new();
-                ReplyHeader {
-                    xid: special::NOTIFICATION,
-                    zxid: -1,
-                    err: ErrorCode::Ok,
-                }
-                .encode(&mut frame);
-                event.encode(&mut frame);
-                self.s.handle_frame(frame.freeze(), now)
+                let frame = self.notification();
+                self.s.handle_frame(frame, now)
             }
             _ => {
                 self.shutdowns += 1;
@@ -166,6 +138,52 @@ impl Fuzz<'_> {
         if let Err(reason) = result {
             self.s.handle_disconnect(&reason, now);
         }
+    }
+
+    /// A handshake reply with a fuzzed timeout, session id, password and read-only flag.
+    fn connect_response(&mut self) -> Bytes {
+        let resp = ConnectResponse {
+            protocol_version: 0,
+            timeout: i32::from(self.u16()) - 1000,
+            session_id: i64::from(self.byte().unwrap_or(0) % 3),
+            passwd: self.bytes(16),
+            read_only: self.byte().unwrap_or(0).is_multiple_of(2),
+        };
+        encode(&resp)
+    }
+
+    /// A reply header (a special or a small xid, any error code) and fuzzed body bytes.
+    fn reply(&mut self) -> Bytes {
+        let xid = match self.byte().unwrap_or(0) % 6 {
+            0 => special::PING,
+            1 => special::AUTH,
+            2 => special::SET_WATCHES,
+            _ => i32::from(self.byte().unwrap_or(1) % 16),
+        };
+        let err = ErrorCode::from_i32(-i32::from(self.byte().unwrap_or(0) % 130));
+        let mut frame = BytesMut::new();
+        ReplyHeader { xid, zxid: 7, err }.encode(&mut frame);
+        let len = usize::from(self.byte().unwrap_or(0));
+        frame.put_slice(&self.bytes(len));
+        frame.freeze()
+    }
+
+    /// A watch notification of a fuzzed type on one of the fuzzed paths.
+    fn notification(&mut self) -> Bytes {
+        let event = WatcherEvent {
+            event_type: EventType::from_i32(i32::from(self.byte().unwrap_or(0) % 9) - 1),
+            state: KeeperState::SyncConnected,
+            path: self.path(),
+        };
+        let mut frame = BytesMut::new();
+        ReplyHeader {
+            xid: special::NOTIFICATION,
+            zxid: -1,
+            err: ErrorCode::Ok,
+        }
+        .encode(&mut frame);
+        event.encode(&mut frame);
+        frame.freeze()
     }
 
     /// A request of a fuzzed kind, with a watch sometimes; its receiver is kept or dropped.

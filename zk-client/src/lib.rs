@@ -76,6 +76,30 @@
 //!          ◀───────────────────────[a'][b'][c']─────────────────
 //! ```
 //!
+//! # Where the code is
+//!
+//! One request, end to end, in four places:
+//!
+//! 1. `client/mod.rs`, `Client::request`: the operation (one file per family beside it,
+//!    e.g. `client/node.rs`) has encoded its record on the caller's task; `request` wraps
+//!    it in a `Request` with a reply channel (`command.rs`, the handle-to-task messages) and
+//!    queues it.
+//! 2. `driver/mod.rs`, the connection task: one loop that feeds the session what happened
+//!    (a command, bytes read, a timer, a closed connection), writes what the session wants
+//!    sent (`Session::poll_transmit`) and hands its outputs to the callers
+//!    (`Session::poll_event`, `Driver::deliver`). It owns the socket (`driver/transport.rs`)
+//!    and nothing else.
+//! 3. `session/mod.rs`, the sans-IO core: `Session::handle_command` assigns the xid and
+//!    frames the request (or queues it behind the outstanding window); `session/inbound.rs`
+//!    matches each reply to the oldest request in flight (`session/pending.rs`) and routes
+//!    notifications to `session/watches.rs`. Every completed reply, watch event and state
+//!    change leaves through one ordered queue, `session/outbox.rs`.
+//! 4. Back on the caller's task, the operation's future decodes the reply (`zk-proto`).
+//!
+//! Module imports go one way: the public API (`client`, `builder`, `watcher`,
+//! `state_watcher`) on top, `connect` wiring them to `driver`, then `session` and `hosts`
+//! (no IO), then `command`, `event`, `state`, `path`, `error`; `zk-proto` at the bottom.
+//!
 //! # Sessions
 //!
 //! [`Client::connect`] waits for the first session. If the connection drops, calls in flight

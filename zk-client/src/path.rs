@@ -35,17 +35,21 @@ pub(crate) fn validate(path: &str, sequential: bool) -> Result<()> {
     if path.ends_with('/') && !sequential {
         return invalid("path must not end with /");
     }
-    // Segments between slashes; for a sequential path the empty last segment stands for the
-    // sequence number the server adds.
-    let segments: Vec<&str> = path[1..].split('/').collect();
-    let last = segments.len() - 1;
-    for (i, segment) in segments.iter().enumerate() {
-        if segment.is_empty() && !(sequential && i == last) {
+    // Segments between slashes, without allocating; for a sequential path the empty last
+    // segment stands for the sequence number the server adds.
+    let mut segments = path.get(1..).unwrap_or_default().split('/').peekable();
+    while let Some(segment) = segments.next() {
+        let last = segments.peek().is_none();
+        if segment.is_empty() && !(sequential && last) {
             return invalid("empty node name (//)");
         }
-        if *segment == "." || *segment == ".." {
+        if segment == "." || segment == ".." {
             return invalid("relative paths (. or ..) are not allowed");
         }
+    }
+    // Printable ASCII (nearly every path) needs no per-character decoding.
+    if path.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        return Ok(());
     }
     for c in path.chars() {
         let u = c as u32;

@@ -1,26 +1,28 @@
 //! A server that misbehaves, scripted: the client never hammers it, never hangs on it, never
 //! swaps sessions silently, and gives up a session it cannot reach without leaving it open.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
 use bytes::BufMut;
-use support::{encode, within, FakeServer};
 use zk_client::{Client, Error, Op, SessionState};
 use zk_proto::records::{GetDataResponse, MultiHeader};
 use zk_proto::{xid, ErrorCode, OpCode, Stat};
+use zk_test_support::{encode, within, FakeServer};
 
 async fn connect_with(
     server: &FakeServer,
     session_id: i64,
     timeout_ms: i32,
     builder: impl FnOnce(zk_client::ClientBuilder) -> zk_client::ClientBuilder + Send + 'static,
-) -> (Client, support::Conn) {
-    support::connect_client(server, "", session_id, timeout_ms, builder).await
+) -> (Client, zk_test_support::Conn) {
+    zk_test_support::connect_client(server, "", session_id, timeout_ms, builder).await
 }
 
-async fn connect(server: &FakeServer, session_id: i64, timeout_ms: i32) -> (Client, support::Conn) {
+async fn connect(
+    server: &FakeServer,
+    session_id: i64,
+    timeout_ms: i32,
+) -> (Client, zk_test_support::Conn) {
     connect_with(server, session_id, timeout_ms, |b| b).await
 }
 
@@ -123,7 +125,7 @@ async fn replies_and_notifications_with_trailing_bytes_are_accepted() {
         within("get_data_watch", call).await.unwrap()
     };
     let mut frame = bytes::BytesMut::new();
-    support::Conn::notification(
+    zk_test_support::Conn::notification(
         &mut frame,
         zk_proto::records::EventType::NodeDataChanged,
         "/a",

@@ -1,25 +1,23 @@
 //! Driver and public API against a scripted fake server: many requests in flight, replies
 //! matched in order, the outstanding bound.
 
-mod support;
-
 use std::time::Duration;
 
 use bytes::Bytes;
-use support::{encode, within, FakeServer};
 use zk_client::Client;
 use zk_proto::records::{GetDataRequest, GetDataResponse};
 use zk_proto::{decode_exact, ErrorCode, OpCode, Stat};
+use zk_test_support::{encode, within, FakeServer};
 
-async fn connect(server: &FakeServer, max_outstanding: usize) -> (Client, support::Conn) {
-    support::connect_client(server, "", 0x1, 30_000, move |b| {
+async fn connect(server: &FakeServer, max_outstanding: usize) -> (Client, zk_test_support::Conn) {
+    zk_test_support::connect_client(server, "", 0x1, 30_000, move |b| {
         b.max_outstanding(max_outstanding)
     })
     .await
 }
 
 /// Answers a getData with its own path as data.
-fn echo(req: &support::Req) -> Vec<u8> {
+fn echo(req: &zk_test_support::Req) -> Vec<u8> {
     assert_eq!(req.op, OpCode::GetData.as_i32());
     let r: GetDataRequest = decode_exact(req.body.clone()).unwrap();
     encode(&GetDataResponse {

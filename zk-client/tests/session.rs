@@ -1,25 +1,19 @@
 //! Driver and public API against a scripted fake server: handshake, pings, dead
 //! connections, reconnects, expiry, close, read-only moves.
 
-mod support;
-
 use std::time::Duration;
 
-use support::{encode, within, FakeServer, First};
 use zk_client::{Client, Error, SessionState};
-use zk_proto::records::{GetDataRequest, GetDataResponse};
-use zk_proto::{decode_exact, xid, ErrorCode, OpCode, Stat};
+use zk_proto::records::GetDataRequest;
+use zk_proto::{decode_exact, xid, ErrorCode, OpCode};
+use zk_test_support::{data_reply, within, FakeServer, First};
 
-async fn connect(server: &FakeServer, session_id: i64, timeout_ms: i32) -> (Client, support::Conn) {
-    support::connect_client(server, "", session_id, timeout_ms, |b| b).await
-}
-
-fn data_reply(data: &[u8]) -> Vec<u8> {
-    encode(&GetDataResponse {
-        data: bytes::Bytes::copy_from_slice(data),
-        stat: Stat::default(),
-    })
-    .to_vec()
+async fn connect(
+    server: &FakeServer,
+    session_id: i64,
+    timeout_ms: i32,
+) -> (Client, zk_test_support::Conn) {
+    zk_test_support::connect_client(server, "", session_id, timeout_ms, |b| b).await
 }
 
 #[tokio::test]

@@ -1,25 +1,16 @@
 //! Driver and public API against a scripted fake server: watch registration, delivery,
 //! chroot stripping, re-registration after a reconnect.
 
-mod support;
-
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use support::{encode, within, Conn, FakeServer};
+use bytes::BytesMut;
 use zk_client::{Client, Error, EventType};
-use zk_proto::records::{GetDataResponse, SetWatches};
-use zk_proto::{decode_exact, xid, ErrorCode, OpCode, Stat};
+use zk_proto::records::SetWatches;
+use zk_proto::{decode_exact, xid, ErrorCode, OpCode};
+use zk_test_support::{data_reply, within, Conn, FakeServer};
 
 async fn connect(server: &FakeServer, chroot: &str) -> (Client, Conn) {
-    support::connect_client(server, chroot, 0x1, 30_000, |b| b).await
-}
-
-fn data_reply() -> Bytes {
-    encode(&GetDataResponse {
-        data: Bytes::from_static(b"d"),
-        stat: Stat::default(),
-    })
+    zk_test_support::connect_client(server, chroot, 0x1, 30_000, |b| b).await
 }
 
 #[tokio::test]
@@ -28,7 +19,8 @@ async fn watch_fires_with_the_chroot_stripped() {
     let (client, mut conn) = connect(&server, "/app").await;
     let call = client.get_data_watch("/a");
     let req = conn.read_non_ping().await.unwrap();
-    conn.reply(req.xid, 3, ErrorCode::Ok, &data_reply()).await;
+    conn.reply(req.xid, 3, ErrorCode::Ok, &data_reply(b"d"))
+        .await;
     let (_, _, watcher) = within("get", call).await.unwrap();
     conn.notify(EventType::NodeDataChanged, "/app/a").await;
     let event = within("event", watcher).await.unwrap();
@@ -44,7 +36,8 @@ async fn event_is_delivered_before_the_reply_that_follows_it() {
     let (client, mut conn) = connect(&server, "").await;
     let call = client.get_data_watch("/a");
     let req = conn.read_non_ping().await.unwrap();
-    conn.reply(req.xid, 3, ErrorCode::Ok, &data_reply()).await;
+    conn.reply(req.xid, 3, ErrorCode::Ok, &data_reply(b"d"))
+        .await;
     let (_, _, mut watcher) = within("get", call).await.unwrap();
     let read = client.get_data("/a");
     let req = conn.read_non_ping().await.unwrap();
@@ -60,7 +53,7 @@ async fn event_is_delivered_before_the_reply_that_follows_it() {
             },
             b,
         );
-        b.extend_from_slice(&data_reply());
+        b.extend_from_slice(&data_reply(b"d"));
     });
     conn.send_raw(&buf).await;
     within("read", read).await.unwrap();

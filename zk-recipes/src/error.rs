@@ -42,6 +42,9 @@ pub enum Error {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// A recipe's argument is out of range (say, more leases than the semaphore has).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(&'static str),
 }
 
 impl Error {

@@ -1,6 +1,6 @@
 //! The guard of a held lock: release, re-entry, fencing and loss signalling.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::watch;
@@ -8,8 +8,8 @@ use tracing::{debug, warn};
 use zk_client::{Client, Op, OpResult, Stat};
 use zk_proto::DecodeError;
 
+use crate::cleanup::{delete_guaranteed, detached, in_background};
 use crate::error::{Error, LossReason, Result};
-use crate::lock::support::delete_guaranteed;
 use crate::state::{monitor, LockState, LockTransitions, Published};
 
 /// What [`LockGuard::release`] did.
@@ -43,6 +43,8 @@ pub(crate) struct Hold {
     /// The loss monitor, started the first time the state is observed.
     monitor: OnceLock<tokio::task::AbortHandle>,
     hook: Mutex<Option<ReleaseHook>>,
+    /// Whether a revocation watch (a getData watch on our node) was ever set.
+    revocation_watched: AtomicBool,
     /// The path is the lock's own and the next holder creates its node there too (the
     /// exclusive lock): "a node at the path" is not "our node", so deletes and fences check
     /// the czxid. Queue nodes have unique names and need no such check.
@@ -70,6 +72,7 @@ impl Hold {
             state: Published::new(epoch),
             monitor: OnceLock::new(),
             hook: Mutex::new(Some(hook)),
+            revocation_watched: AtomicBool::new(false),
             reused_path,
         })
     }
@@ -133,7 +136,8 @@ impl Hold {
     }
 
     async fn finish(self: Arc<Self>) -> Result<Released> {
-        let monitored = self.monitor.get().inspect(|m| m.abort()).is_some();
+        let monitored = self.monitor.get().inspect(|m| m.abort()).is_some()
+            || self.revocation_watched.load(Ordering::Acquire);
         let result = if let LockState::Lost(reason) = self.current() {
             // Nothing to delete: the session took the node, or the monitor saw it deleted
             // (and a node at the same path now, an exclusive lock's, would be someone else's).
@@ -320,6 +324,38 @@ impl LockGuard {
         }
     }
 
+    /// Resolves when someone asks us to release the lock: our node's data became
+    /// `__REVOKE__` ([`revoke`](crate::revoke), or Curator's `Revoker.attemptRevoke` from
+    /// Java). Revocation is cooperative: nothing is released until the holder does it.
+    ///
+    /// Keeps a data watch on our node while pending (removed with the release).
+    ///
+    /// ```no_run
+    /// # async fn f(guard: zk_recipes::LockGuard) -> Result<(), zk_recipes::Error> {
+    /// tokio::select! {
+    ///     _ = guard.revocation_requested() => println!("asked to let go"),
+    ///     _ = tokio::time::sleep(std::time::Duration::from_secs(60)) => {}
+    /// }
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LockLost`] when the node is deleted or the session ends first;
+    /// [`Error::Client`] for other ZooKeeper failures (connection losses are waited out).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a request made while no call is pending stays in the node's data, so the
+    /// next call sees it at once.
+    pub async fn revocation_requested(&self) -> Result<()> {
+        self.hold.revocation_watched.store(true, Ordering::Release);
+        crate::revoke::requested(&self.hold.client, &self.hold.path)
+            .await
+            .map_err(Error::session_end_as_loss)
+    }
+
     /// Takes the same lock again without a new node (re-entry). Each guard must be released;
     /// the node goes when the last one is.
     pub fn reenter(&self) -> LockGuard {
@@ -403,15 +439,10 @@ impl LockGuard {
                 remaining: before.saturating_sub(1),
             });
         }
-        let finish = self.hold.clone().finish();
-        match tokio::runtime::Handle::try_current() {
-            // A join error means the runtime is shutting down (finish does not panic).
-            Ok(handle) => handle
-                .spawn(finish)
-                .await
-                .unwrap_or(Err(Error::Client(zk_client::Error::Closed))),
-            Err(_) => finish.await,
-        }
+        // None: the runtime is shutting down (finish does not panic).
+        detached(self.hold.clone().finish())
+            .await
+            .unwrap_or(Err(Error::Client(zk_client::Error::Closed)))
     }
 }
 
@@ -421,25 +452,22 @@ impl Drop for LockGuard {
             return;
         }
         let hold = self.hold.clone();
-        match tokio::runtime::Handle::try_current() {
-            Ok(handle) => {
-                handle.spawn(async move {
-                    match hold.finish().await {
-                        Ok(Released::AlreadyGone(reason)) => {
-                            debug!(%reason, "dropped guard: the lock had been lost already")
-                        }
-                        Ok(_) => {}
-                        Err(e) => warn!(error = %e, "background lock release failed"),
-                    }
-                });
-            }
-            Err(_) => {
-                warn!(path = %hold.path, "guard dropped outside a runtime; the node lives until the session ends");
-                if let Some(m) = hold.monitor.get() {
-                    m.abort();
+        let release = async move {
+            match hold.finish().await {
+                Ok(Released::AlreadyGone(reason)) => {
+                    debug!(%reason, "dropped guard: the lock had been lost already")
                 }
-                hold.run_hook();
+                Ok(_) => {}
+                Err(e) => warn!(error = %e, "background lock release failed"),
             }
+        };
+        if in_background(release).is_err() {
+            let hold = &self.hold;
+            warn!(path = %hold.path, "guard dropped outside a runtime; the node lives until the session ends");
+            if let Some(m) = hold.monitor.get() {
+                m.abort();
+            }
+            hold.run_hook();
         }
     }
 }

@@ -9,6 +9,12 @@
 //! - [`ReadWriteLock`]: shared readers, exclusive writers, in one fair queue.
 //! - [`ExclusiveLock`]: one ephemeral node, the simplest lock.
 //! - [`LockGuard`]: the proof of holding: fencing token, fenced writes, loss signalling.
+//! - [`Semaphore`] / [`SemaphoreMutex`]: leases (Curator's `InterProcessSemaphoreV2`
+//!   layout), each a [`Lease`] guard with the same loss signal; cancellation safe.
+//! - [`MultiLock`]: several locks taken in order, released in reverse, all or nothing.
+//! - Owner data and [`Participant`]s: nodes carry Curator's default data (the local address)
+//!   or a chosen id, and every lock lists its queue; [`revoke`] and
+//!   [`LockGuard::revocation_requested`] are Curator's cooperative revocation.
 //!
 //! # Holding a lock safely
 //!
@@ -38,6 +44,19 @@
 //! Nothing done under a lock is ever re-sent on a new session: the client does not retry
 //! after a connection loss and never opens a new session by itself.
 //!
+//! # When requests are sent, and cancellation
+//!
+//! The recipes' calls are `async fn`s: unlike [`zk_client::Client`]'s operations, which queue
+//! their request when called, a lock call sends nothing until its future is first polled.
+//! `let r = guard.release();` releases nothing until `r` is awaited (and if `r` is dropped
+//! unpolled, the guard it holds is dropped, which releases in the background). Spawn the call
+//! (`tokio::spawn(guard.release())`) to start it at once.
+//!
+//! Dropping a pending call is always safe: a dropped acquisition removes its queue node in the
+//! background (through reconnects), a dropped release still deletes the node, and a dropped
+//! guard releases in the background. Each method's `# Cancel safety` section says what is lost
+//! (only the outcome).
+//!
 //! # The protected create
 //!
 //! Each queue node's name carries a fresh guid (`_c_<uuid>-`). When a create's reply is lost
@@ -45,14 +64,22 @@
 //! the guid, instead of creating a second node that would wait behind a ghost forever.
 #![forbid(unsafe_code)]
 
+mod cleanup;
 mod error;
 mod guard;
 pub mod lock;
+mod owner;
+mod retry;
+mod revoke;
+mod semaphore;
 mod state;
 
 pub use error::{Error, LossReason, Result};
 pub use guard::{LockGuard, Released};
-pub use lock::{ExclusiveLock, FairLock, ReadWriteLock};
+pub use lock::{ExclusiveLock, FairLock, Lock, MultiGuard, MultiLock, ReadWriteLock};
+pub use owner::Participant;
+pub use revoke::{revoke, REVOKE_MESSAGE};
+pub use semaphore::{Lease, Semaphore, SemaphoreMutex};
 pub use state::{LockState, LockTransitions};
 
 /// The README's examples, compiled (and the runnable ones run) as doctests.

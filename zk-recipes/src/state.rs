@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::ReusableBoxFuture;
-use zk_client::{Client, SessionState};
+use zk_client::{Client, SessionState, Watcher};
 
 use crate::error::LossReason;
 
@@ -164,44 +164,13 @@ pub(crate) async fn monitor(client: Client, path: String, out: Arc<Published>) {
         if state != SessionState::Connected {
             out.publish(LockState::Suspended);
         } else {
-            // Captured before the request that will show the node (see `Published`).
-            let epoch = client.connection_epoch();
-            let stale = epoch != out.confirmed_epoch.load(Ordering::Acquire);
-            if stale {
-                // The connection dropped since the node was last seen.
-                out.publish(LockState::Suspended);
-            }
-            if watcher.is_none() || stale || *out.latest.borrow() != LockState::Held {
-                // Arm the node watch (first turn, or after it fired), or confirm the node
-                // after a suspension (the watch itself survives reconnects).
-                let seen = if watcher.is_none() {
-                    client.exists_watch(&path).await.map(|(stat, w)| {
-                        watcher = Some(Box::pin(w));
-                        stat
-                    })
-                } else {
-                    client.exists(&path).await
-                };
-                match seen {
-                    Ok(Some(_)) => {
-                        out.confirm(epoch);
-                        out.publish(LockState::Held);
-                    }
-                    Ok(None) => {
-                        out.publish(LockState::Lost(LossReason::NodeDeleted));
-                        return;
-                    }
-                    // The transition that explains it is queued for `changed` below.
-                    Err(e) if e.is_connection_loss() => {}
-                    Err(e) if e.is_terminal() => {
-                        out.publish(LockState::Lost(LossReason::SessionEnded));
-                        return;
-                    }
-                    // Anything else (say, a server error): retry at a modest pace.
-                    Err(_) => {
-                        tokio::time::sleep(RETRY_PAUSE).await;
-                        continue;
-                    }
+            match look(&client, &path, &mut watcher, &out).await {
+                Look::Wait => {}
+                Look::Over => return,
+                // A server error, say: retry at a modest pace.
+                Look::Retry => {
+                    tokio::time::sleep(RETRY_PAUSE).await;
+                    continue;
                 }
             }
         }
@@ -223,6 +192,63 @@ pub(crate) async fn monitor(client: Client, path: String, out: Arc<Published>) {
             }
             next = states.changed() => state = next,
         }
+    }
+}
+
+/// What one look at our node concluded.
+enum Look {
+    /// Published; wait for the next session transition or node event.
+    Wait,
+    /// Try again after a pause.
+    Retry,
+    /// `Lost` is published: the monitor is done.
+    Over,
+}
+
+/// On a connected session: publishes `Suspended` if the connection changed since our node
+/// was last seen, then looks at the node when needed (to arm the watch on the first turn or
+/// after it fired, or to confirm the node after a suspension; the watch itself survives
+/// reconnects) and publishes what it shows.
+async fn look(
+    client: &Client,
+    path: &str,
+    watcher: &mut Option<Pin<Box<Watcher>>>,
+    out: &Published,
+) -> Look {
+    // Captured before the request that will show the node (see `Published`).
+    let epoch = client.connection_epoch();
+    let stale = epoch != out.confirmed_epoch.load(Ordering::Acquire);
+    if stale {
+        out.publish(LockState::Suspended);
+    }
+    if watcher.is_some() && !stale && *out.latest.borrow() == LockState::Held {
+        return Look::Wait;
+    }
+    let seen = if watcher.is_none() {
+        client.exists_watch(path).await.map(|(stat, w)| {
+            *watcher = Some(Box::pin(w));
+            stat
+        })
+    } else {
+        client.exists(path).await
+    };
+    match seen {
+        Ok(Some(_)) => {
+            out.confirm(epoch);
+            out.publish(LockState::Held);
+            Look::Wait
+        }
+        Ok(None) => {
+            out.publish(LockState::Lost(LossReason::NodeDeleted));
+            Look::Over
+        }
+        // The transition that explains it is queued for the monitor's `changed`.
+        Err(e) if e.is_connection_loss() => Look::Wait,
+        Err(e) if e.is_terminal() => {
+            out.publish(LockState::Lost(LossReason::SessionEnded));
+            Look::Over
+        }
+        Err(_) => Look::Retry,
     }
 }
 

@@ -21,34 +21,48 @@ pub(crate) struct Herd {
     pub(crate) handoff: Vec<Duration>,
 }
 
-/// One participant of the herd: acquires, reports, holds until told, releases, reports.
-struct Participant {
-    go: oneshot::Sender<()>,
+/// The participants of one run: each acquires, reports, holds until told, releases,
+/// reports. Participant 0 is the first holder.
+struct Queue {
+    base: String,
+    hold_limit: Duration,
+    step: Duration,
+    tasks: JoinSet<Res<()>>,
+    /// Each participant's "release now" signal, taken when used.
+    go: Vec<Option<oneshot::Sender<()>>>,
+    acquired_tx: mpsc::UnboundedSender<(usize, Instant)>,
+    acquired_rx: mpsc::UnboundedReceiver<(usize, Instant)>,
+    released_tx: mpsc::UnboundedSender<usize>,
+    released_rx: mpsc::UnboundedReceiver<usize>,
 }
 
-/// W5: a holder and `w5_waiters` waiters (one session each) queued on one fair lock; the
-/// holder releases, and the server counts the watch notifications that release fired.
-/// Repeated for `w5_releases` hand-offs; then the queue drains.
-pub(crate) async fn run(ctx: &Ctx, which: Which, round: usize) -> Res<Herd> {
-    let waiters = ctx.sizes.w5_waiters;
-    let base = format!("{}/w5-{}-{round}", ctx.root, which.tag());
-    let setup = connect_ours(ctx).await?;
-    ensure_node(&setup, &base, b"").await?;
-    let step = ctx.limits.step;
-    let (acquired_tx, mut acquired_rx) = mpsc::unbounded_channel::<(usize, Instant)>();
-    let (released_tx, mut released_rx) = mpsc::unbounded_channel::<usize>();
-    let mut tasks: JoinSet<Res<()>> = JoinSet::new();
-    let mut parts: Vec<Option<Participant>> = Vec::new();
-    let mut ours_clients = Vec::new();
+impl Queue {
+    fn new(ctx: &Ctx, base: String) -> Queue {
+        let (acquired_tx, acquired_rx) = mpsc::unbounded_channel();
+        let (released_tx, released_rx) = mpsc::unbounded_channel();
+        Queue {
+            base,
+            hold_limit: ctx.limits.workload,
+            step: ctx.limits.step,
+            tasks: JoinSet::new(),
+            go: Vec::new(),
+            acquired_tx,
+            acquired_rx,
+            released_tx,
+            released_rx,
+        }
+    }
 
-    // Participant 0 (the holder) first, then the waiters, each with its own session.
-    let spawn_one = |tasks: &mut JoinSet<Res<()>>, idx: usize, client: Client2| {
+    /// Starts the next participant on `client`'s session.
+    fn spawn(&mut self, client: Client2) {
+        let idx = self.go.len();
         let (go_tx, go_rx) = oneshot::channel();
-        let acquired_tx = acquired_tx.clone();
-        let released_tx = released_tx.clone();
-        let base = base.clone();
-        let hold_limit = ctx.limits.workload;
-        tasks.spawn(async move {
+        self.go.push(Some(go_tx));
+        let acquired_tx = self.acquired_tx.clone();
+        let released_tx = self.released_tx.clone();
+        let base = self.base.clone();
+        let hold_limit = self.hold_limit;
+        self.tasks.spawn(async move {
             match client {
                 Client2::Ours(c) => {
                     let lock = zk_recipes::FairLock::new(c, &base)?;
@@ -70,9 +84,36 @@ pub(crate) async fn run(ctx: &Ctx, which: Which, round: usize) -> Res<Herd> {
             let _ = released_tx.send(idx);
             Ok(())
         });
-        Participant { go: go_tx }
-    };
+    }
 
+    /// Tells `holder` to release; returns the next holder and when it acquired.
+    async fn hand_off(&mut self, holder: usize, what: &str) -> Res<(usize, Instant)> {
+        let go = self
+            .go
+            .get_mut(holder)
+            .and_then(Option::take)
+            .ok_or_else(|| format!("W5: participant {holder} released twice"))?;
+        let _ = go.send(());
+        recv(&mut self.acquired_rx, self.step, what).await
+    }
+
+    /// Ends every participant (after a moment for the last releases).
+    async fn end(mut self) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        self.tasks.abort_all();
+        while self.tasks.join_next().await.is_some() {}
+    }
+}
+
+/// W5: a holder and `w5_waiters` waiters (one session each) queued on one fair lock; the
+/// holder releases, and the server counts the watch notifications that release fired.
+/// Repeated for `w5_releases` hand-offs; then the queue drains.
+pub(crate) async fn run(ctx: &Ctx, which: Which, round: usize) -> Res<Herd> {
+    let waiters = ctx.sizes.w5_waiters;
+    let base = format!("{}/w5-{}-{round}", ctx.root, which.tag());
+    let setup = connect_ours(ctx).await?;
+    ensure_node(&setup, &base, b"").await?;
+    let mut ours_clients = Vec::new();
     let clients: Vec<Client2> = match which {
         Which::Ours => {
             let cs = sessions(waiters + 1, || connect_ours(ctx)).await?;
@@ -85,65 +126,74 @@ pub(crate) async fn run(ctx: &Ctx, which: Which, round: usize) -> Res<Herd> {
             .map(Client2::Theirs)
             .collect(),
     };
-    let mut clients = clients.into_iter();
+    let mut queue = Queue::new(ctx, base.clone());
     let result = async {
-        let holder = clients.next().ok_or("no session")?;
-        parts.push(Some(spawn_one(&mut tasks, 0, holder)));
-        let (first, _) = recv(&mut acquired_rx, step, "W5 holder").await?;
-        if first != 0 {
-            return Err("W5: the holder did not acquire first".into());
-        }
-        for (i, c) in clients.enumerate() {
-            parts.push(Some(spawn_one(&mut tasks, i + 1, c)));
-        }
-        wait_children(&setup, &base, waiters + 1, step).await?;
-        // Let every waiter set its watch on its predecessor (the watch follows getChildren).
-        settle_watches(ctx, waiters, step).await?;
-        // Idle, as a lock queue is between hand-offs in real use: the first measured
-        // hand-off starts from quiet connections (and CPUs).
-        tokio::time::sleep(ctx.sizes.w5_idle).await;
-
-        let mut herd = Herd::default();
-        let mut holder = 0usize;
-        let mut acquired = 1usize;
-        let measured = ctx.sizes.w5_releases.min(waiters);
-        for _ in 0..measured {
-            let before = notifications_fired(ctx.addr).await?;
-            let t0 = Instant::now();
-            release(&mut parts, holder)?;
-            let (next, at) = recv(&mut acquired_rx, step, "W5 next holder").await?;
-            acquired += 1;
-            herd.handoff.push(at.saturating_duration_since(t0));
-            if which == Which::Ours {
-                recv(&mut released_rx, step, "W5 release").await?;
-            }
-            // Anything a herd would fire has fired by now; a short pause to be safe.
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            let after = notifications_fired(ctx.addr).await?;
-            herd.notifications.push(after.saturating_sub(before));
-            holder = next;
-        }
-        // Drain the queue: hand the lock down the line.
-        while acquired < waiters + 1 {
-            release(&mut parts, holder)?;
-            let (next, _) = recv(&mut acquired_rx, step, "W5 drain").await?;
-            acquired += 1;
-            holder = next;
-        }
-        release(&mut parts, holder)?;
-        Ok::<_, crate::BoxError>(herd)
+        line_up(ctx, &mut queue, &setup, clients).await?;
+        measure(ctx, which, &mut queue).await
     }
     .await;
-    // Give the last releases a moment, then end every participant.
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    tasks.abort_all();
-    while tasks.join_next().await.is_some() {}
+    queue.end().await;
     close_ours(ours_clients).await;
-    drop(parts);
     let herd = result?;
-    let _ = wait_children(&setup, &base, 0, step).await;
+    let _ = wait_children(&setup, &base, 0, ctx.limits.step).await;
     let _ = setup.delete(&base, None).await;
     close_ours(vec![setup]).await;
+    Ok(herd)
+}
+
+/// The holder acquires first, then every waiter queues and sets its watch; then the queue
+/// sits idle for `w5_idle`.
+async fn line_up(
+    ctx: &Ctx,
+    queue: &mut Queue,
+    setup: &zk_client::Client,
+    clients: Vec<Client2>,
+) -> Res<()> {
+    let waiters = clients.len().saturating_sub(1);
+    let step = ctx.limits.step;
+    let mut clients = clients.into_iter();
+    queue.spawn(clients.next().ok_or("no session")?);
+    let (first, _) = recv(&mut queue.acquired_rx, step, "W5 holder").await?;
+    if first != 0 {
+        return Err("W5: the holder did not acquire first".into());
+    }
+    clients.for_each(|c| queue.spawn(c));
+    wait_children(setup, &queue.base, waiters + 1, step).await?;
+    // Let every waiter set its watch on its predecessor (the watch follows getChildren).
+    settle_watches(ctx, waiters, step).await?;
+    // Idle, as a lock queue is between hand-offs in real use: the first measured hand-off
+    // starts from quiet connections (and CPUs).
+    tokio::time::sleep(ctx.sizes.w5_idle).await;
+    Ok(())
+}
+
+/// The measured hand-offs, then the rest of the queue drains.
+async fn measure(ctx: &Ctx, which: Which, queue: &mut Queue) -> Res<Herd> {
+    let participants = queue.go.len();
+    let measured = ctx.sizes.w5_releases.min(participants.saturating_sub(1));
+    let mut herd = Herd::default();
+    let mut holder = 0usize;
+    for _ in 0..measured {
+        let before = notifications_fired(ctx.addr).await?;
+        let t0 = Instant::now();
+        let (next, at) = queue.hand_off(holder, "W5 next holder").await?;
+        herd.handoff.push(at.saturating_duration_since(t0));
+        if which == Which::Ours {
+            recv(&mut queue.released_rx, ctx.limits.step, "W5 release").await?;
+        }
+        // Anything a herd would fire has fired by now; a short pause to be safe.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let after = notifications_fired(ctx.addr).await?;
+        herd.notifications.push(after.saturating_sub(before));
+        holder = next;
+    }
+    // Drain the queue: hand the lock down the line, then the last holder releases.
+    for _ in measured + 1..participants {
+        holder = queue.hand_off(holder, "W5 drain").await?.0;
+    }
+    if let Some(go) = queue.go.get_mut(holder).and_then(Option::take) {
+        let _ = go.send(());
+    }
     Ok(herd)
 }
 
@@ -174,15 +224,6 @@ async fn settle_watches(ctx: &Ctx, waiters: usize, limit: Duration) -> Res<()> {
 enum Client2 {
     Ours(zk_client::Client),
     Theirs(zookeeper_client::Client),
-}
-
-fn release(parts: &mut [Option<Participant>], idx: usize) -> Res<()> {
-    let p = parts
-        .get_mut(idx)
-        .and_then(Option::take)
-        .ok_or_else(|| format!("W5: participant {idx} released twice"))?;
-    let _ = p.go.send(());
-    Ok(())
 }
 
 async fn recv<T>(rx: &mut mpsc::UnboundedReceiver<T>, limit: Duration, what: &str) -> Res<T> {

@@ -37,6 +37,7 @@ mod pending;
 mod reap;
 #[cfg(feature = "sasl")]
 mod sasl;
+mod set_watches;
 pub(crate) mod timers;
 mod watches;
 mod xid;

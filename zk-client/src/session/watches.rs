@@ -2,12 +2,11 @@
 
 use std::collections::HashMap;
 
-use bytes::BytesMut;
 use tokio::sync::oneshot;
-use zk_proto::records::{EventType, SetWatches, SetWatches2, WatcherType};
-use zk_proto::{OpCode, Record};
+use zk_proto::records::{EventType, WatcherType};
 
 use super::outbox::{Event, Outbox};
+use super::set_watches::{Batcher, List, SetWatchesBatch};
 use crate::command::{WatchKind, WatchSender};
 use crate::error::{Error, Result};
 use crate::event::WatchedEvent;
@@ -115,13 +114,6 @@ impl PathWatches {
     }
 }
 
-/// One SetWatches/SetWatches2 packet to send on reconnect.
-#[derive(Debug)]
-pub(crate) struct SetWatchesBatch {
-    pub(crate) op: OpCode,
-    pub(crate) body: BytesMut,
-}
-
 /// Every watch of the session: `(server path, kind) → senders`.
 ///
 /// Watches are added only when the request that sets them succeeds (see
@@ -197,66 +189,68 @@ impl WatchRegistry {
             event_type,
             path: server_path.to_owned(),
         };
-        let mut told = 0;
         let (data, exist, child) = match event_type {
             EventType::NodeCreated | EventType::NodeDataChanged => (true, true, false),
             EventType::NodeChildrenChanged => (false, false, true),
             EventType::NodeDeleted => (true, true, true),
             _ => return 0,
         };
-        if let Some(entry) = self.paths.get_mut(server_path) {
-            // The server dropped the one-shot watches this event fired.
-            entry.server.data &= !data;
-            entry.server.child &= !child;
-            let mut fire_once = |v: &mut Vec<Once>| {
-                for s in v.drain(..) {
-                    if !s.is_closed() {
-                        told += 1;
-                        out.push(Event::Watch(s, Ok(event.clone())));
-                    }
-                }
-            };
-            if data {
-                fire_once(&mut entry.data);
+        let mut told = self.fire_path(&event, (data, exist, child), out);
+        if self.recursive > 0 && event_type != EventType::NodeChildrenChanged {
+            told += self.fire_recursive(&event, out);
+        }
+        told
+    }
+
+    /// The watchers on the event's own path: the one-shots of the kinds the event fires
+    /// (`data`, `exist`, `child`) and the persistent ones.
+    fn fire_path(
+        &mut self,
+        event: &WatchedEvent,
+        (data, exist, child): (bool, bool, bool),
+        out: &mut Outbox,
+    ) -> usize {
+        let Some(entry) = self.paths.get_mut(&event.path) else {
+            return 0;
+        };
+        // The server dropped the one-shot watches this event fired.
+        entry.server.data &= !data;
+        entry.server.child &= !child;
+        let mut told = 0;
+        for (fires, list) in [
+            (data, &mut entry.data),
+            (exist, &mut entry.exist),
+            (child, &mut entry.child),
+        ] {
+            if !fires {
+                continue;
             }
-            if exist {
-                fire_once(&mut entry.exist);
-            }
-            if child {
-                fire_once(&mut entry.child);
-            }
-            entry.persistent.retain(|s| {
-                let live = !s.is_closed();
-                if live {
-                    told += 1;
-                    out.push(Event::Stream(s.clone(), event.clone()));
-                }
-                live
-            });
-            if entry.is_empty() {
-                self.paths.remove(server_path);
+            for s in list.drain(..).filter(|s| !s.is_closed()) {
+                told += 1;
+                out.push(Event::Watch(s, Ok(event.clone())));
             }
         }
-        if self.recursive > 0 && event_type != EventType::NodeChildrenChanged {
-            let mut pruned = false;
-            for ancestor in self_and_ancestors(server_path) {
-                if let Some(entry) = self.paths.get_mut(ancestor) {
-                    let before = entry.recursive.len();
-                    entry.recursive.retain(|s| {
-                        let live = !s.is_closed();
-                        if live {
-                            told += 1;
-                            out.push(Event::Stream(s.clone(), event.clone()));
-                        }
-                        live
-                    });
-                    pruned |= entry.recursive.len() != before;
-                }
+        told += tell_streams(&mut entry.persistent, event, out);
+        if entry.is_empty() {
+            self.paths.remove(&event.path);
+        }
+        told
+    }
+
+    /// The recursive watchers on the event's path and its ancestors.
+    fn fire_recursive(&mut self, event: &WatchedEvent, out: &mut Outbox) -> usize {
+        let mut told = 0;
+        let mut pruned = false;
+        for ancestor in self_and_ancestors(&event.path) {
+            if let Some(entry) = self.paths.get_mut(ancestor) {
+                let before = entry.recursive.len();
+                told += tell_streams(&mut entry.recursive, event, out);
+                pruned |= entry.recursive.len() != before;
             }
-            if pruned {
-                self.paths.retain(|_, e| !e.is_empty());
-                self.recount();
-            }
+        }
+        if pruned {
+            self.paths.retain(|_, e| !e.is_empty());
+            self.recount();
         }
         told
     }
@@ -399,8 +393,32 @@ impl WatchRegistry {
         relative_zxid: i64,
         batch_bytes: usize,
     ) -> Vec<SetWatchesBatch> {
-        // A new connection holds no watch until this SetWatches registers the live ones, in
-        // the order the server adds them (one-shot, then persistent, then recursive).
+        self.rearm();
+        if self.paths.is_empty() {
+            return Vec::new();
+        }
+        let mut paths: Vec<(&String, &PathWatches)> = self.paths.iter().collect();
+        paths.sort_by(|a, b| a.0.cmp(b.0));
+        let mut batcher = Batcher::new(relative_zxid, self.has_persistent(), batch_bytes);
+        for (path, entry) in paths {
+            let lists = [
+                (!entry.data.is_empty(), List::Data),
+                (!entry.exist.is_empty(), List::Exist),
+                (!entry.child.is_empty(), List::Child),
+                (!entry.persistent.is_empty(), List::Persistent),
+                (!entry.recursive.is_empty(), List::Recursive),
+            ];
+            for (_, list) in lists.into_iter().filter(|(present, _)| *present) {
+                batcher.push(list, path);
+            }
+        }
+        batcher.finish()
+    }
+
+    /// A new connection holds no watch until SetWatches registers the live ones, in the order
+    /// the server adds them (one-shot, then persistent, then recursive): records that as
+    /// what the server holds, and drops paths nobody watches any more.
+    fn rearm(&mut self) {
         for entry in self.paths.values_mut() {
             entry.prune();
             let need = entry.needs();
@@ -418,81 +436,17 @@ impl WatchRegistry {
         }
         self.paths.retain(|_, e| !e.is_empty());
         self.recount();
-        if self.paths.is_empty() {
-            return Vec::new();
-        }
-        let v2 = self.has_persistent();
-        let mut paths: Vec<(&String, &PathWatches)> = self.paths.iter().collect();
-        paths.sort_by(|a, b| a.0.cmp(b.0));
-
-        let mut batches = Vec::new();
-        let mut current = SetWatches2 {
-            relative_zxid,
-            ..Default::default()
-        };
-        let mut size = 0usize;
-        let mut flush = |current: &mut SetWatches2, size: &mut usize| {
-            let record = std::mem::replace(
-                current,
-                SetWatches2 {
-                    relative_zxid,
-                    ..Default::default()
-                },
-            );
-            *size = 0;
-            let mut body = BytesMut::new();
-            if v2 {
-                record.encode(&mut body);
-            } else {
-                SetWatches {
-                    relative_zxid,
-                    data_watches: record.data_watches,
-                    exist_watches: record.exist_watches,
-                    child_watches: record.child_watches,
-                }
-                .encode(&mut body);
-            }
-            batches.push(SetWatchesBatch {
-                op: if v2 {
-                    OpCode::SetWatches2
-                } else {
-                    OpCode::SetWatches
-                },
-                body,
-            });
-        };
-        for (path, entry) in paths {
-            let lists = [
-                (!entry.data.is_empty(), 0),
-                (!entry.exist.is_empty(), 1),
-                (!entry.child.is_empty(), 2),
-                (!entry.persistent.is_empty(), 3),
-                (!entry.recursive.is_empty(), 4),
-            ];
-            for (present, which) in lists {
-                if !present {
-                    continue;
-                }
-                let cost = path.len() + 4;
-                if size > 0 && size + cost > batch_bytes {
-                    flush(&mut current, &mut size);
-                }
-                size += cost;
-                let list = match which {
-                    0 => &mut current.data_watches,
-                    1 => &mut current.exist_watches,
-                    2 => &mut current.child_watches,
-                    3 => &mut current.persistent_watches,
-                    _ => &mut current.persistent_recursive_watches,
-                };
-                list.push(path.clone());
-            }
-        }
-        if size > 0 {
-            flush(&mut current, &mut size);
-        }
-        batches
     }
+}
+
+/// Sends `event` to every live stream in `streams`, dropping the closed ones; how many were
+/// told.
+fn tell_streams(streams: &mut Vec<Stream>, event: &WatchedEvent, out: &mut Outbox) -> usize {
+    streams.retain(|s| !s.is_closed());
+    for s in streams.iter() {
+        out.push(Event::Stream(s.clone(), event.clone()));
+    }
+    streams.len()
 }
 
 /// `/a/b/c`, `/a/b`, `/a`, `/`.

@@ -10,18 +10,17 @@
 //!                                                 └─ blocker: getData+watch it, wait, list again
 //! ```
 
+use bytes::Bytes;
 use tokio::time::Instant;
 use tracing::debug;
 use uuid::Uuid;
 use zk_client::{Client, CreateMode, CreateOptions, Stat};
 
 use super::naming::{self, Intent, Position};
-use super::support::{ensure_containers, spawn_cleanup, wait_connected};
+use super::support::ensure_containers;
+use crate::cleanup::{delete_guaranteed, detached, find_own, Orphan};
 use crate::error::{Error, LossReason, Result};
-
-/// Bound on the turns of each loop below; every turn waits for the server or for a watch,
-/// so in practice the deadline or the session ends them long before.
-const MAX_TURNS: usize = 100_000;
+use crate::retry::{gave_up, retry_after, retrying, until, wait_connected, MAX_TURNS};
 
 /// What to acquire.
 #[derive(Debug, Clone)]
@@ -32,6 +31,8 @@ pub(crate) struct QueueSpec {
     pub(crate) lock_name: &'static str,
     /// Read or write.
     pub(crate) intent: Intent,
+    /// The owner data each node carries (Curator's default: the local address).
+    pub(crate) data: Bytes,
 }
 
 /// A queue node that is ours and at the head (for its intent).
@@ -43,29 +44,6 @@ pub(crate) struct Acquired {
     pub(crate) stat: Stat,
     /// The client's connection epoch before the listing that showed us at the head.
     pub(crate) epoch: u64,
-}
-
-/// Removes our node when the attempt ends without the lock (error, timeout, try-failure or
-/// the future being dropped).
-struct Attempt {
-    client: Client,
-    base: String,
-    guid: Uuid,
-    node: Option<String>,
-    armed: bool,
-}
-
-impl Drop for Attempt {
-    fn drop(&mut self) {
-        if self.armed {
-            spawn_cleanup(
-                self.client.clone(),
-                self.base.clone(),
-                self.guid,
-                self.node.take(),
-            );
-        }
-    }
 }
 
 /// Enqueues and waits until the lock is ours, `deadline` passes ([`Error::Timeout`]), or,
@@ -83,16 +61,20 @@ pub(crate) async fn acquire(
     downgrade_of: Option<&str>,
 ) -> Result<Option<Acquired>> {
     let guid = Uuid::new_v4();
-    let mut attempt = Attempt {
+    // Removes our node when the attempt ends without the lock (error, timeout, try-failure
+    // or the future being dropped).
+    let mut attempt = Orphan {
         client: client.clone(),
         base: spec.base.clone(),
         guid,
         node: None,
-        armed: true,
-    };
+    }
+    .guard();
     let fut = async {
         let (name, stat) = create_protected(client, spec, &guid, downgrade_of).await?;
-        attempt.node = Some(name.clone());
+        if let Some(orphan) = attempt.state_mut() {
+            orphan.node = Some(name.clone());
+        }
         let held = wait_turn(client, spec, &name, try_only, downgrade_of).await?;
         Ok::<_, Error>(held.map(|epoch| Acquired {
             path: format!("{}/{name}", spec.base),
@@ -100,16 +82,20 @@ pub(crate) async fn acquire(
             epoch,
         }))
     };
-    let result = super::support::until(deadline, fut).await;
+    let result = until(deadline, fut).await;
     match &result {
-        Ok(Some(_)) => attempt.armed = false,
+        Ok(Some(_)) => {
+            attempt.disarm();
+        }
         Ok(None) => {
             // try_acquire lost: remove our node now, so that a following acquire by this
             // process does not queue behind its own leftover.
-            if let Some(name) = attempt.node.take() {
-                attempt.armed = false;
-                super::support::delete_guaranteed(client, &format!("{}/{name}", spec.base), None)
-                    .await?;
+            // Detached, so that dropping this future midway does not leave the node.
+            if let Some(name) = attempt.disarm().and_then(|o| o.node) {
+                let (client, path) = (client.clone(), format!("{}/{name}", spec.base));
+                detached(async move { delete_guaranteed(&client, &path, None).await })
+                    .await
+                    .unwrap_or(Err(Error::Client(zk_client::Error::Closed)))?;
             }
         }
         Err(_) => {}
@@ -125,7 +111,7 @@ pub(crate) async fn acquire(
 /// would sort after any writer queued behind our write node and wait for it, while that
 /// writer waits for our write node, forever. At the write node's position it blocks such a
 /// writer instead, and nothing blocks it but our own write node.
-async fn create_protected(
+pub(crate) async fn create_protected(
     client: &Client,
     spec: &QueueSpec,
     guid: &Uuid,
@@ -145,7 +131,7 @@ async fn create_protected(
     let options = CreateOptions::new(mode);
     let session = client.session_id();
     for _ in 0..MAX_TURNS {
-        match client.create(&path, &[], &options).await {
+        match client.create(&path, &spec.data, &options).await {
             Ok((created, stat)) => return Ok((base_name(&created).to_owned(), stat)),
             Err(zk_client::Error::NoNode) => ensure_containers(client, &spec.base).await?,
             // Only a plain (downgrade) name can exist already, and only if it is ours: the
@@ -153,10 +139,10 @@ async fn create_protected(
             Err(e) if e.is_connection_loss() || matches!(e, zk_client::Error::NodeExists) => {
                 // The create may or may not have happened: look for our guid.
                 wait_connected(client).await?;
-                if let Some(found) = super::support::find_own(client, &spec.base, guid).await? {
+                if let Some(found) = find_own(client, &spec.base, guid).await? {
                     let full = format!("{}/{found}", spec.base);
-                    match client.exists(&full).await {
-                        Ok(Some(stat)) if stat.ephemeral_owner == session => {
+                    match retrying(client, || client.exists(&full)).await? {
+                        Some(stat) if stat.ephemeral_owner == session => {
                             debug!(node = %full, "recovered our node after a lost create reply");
                             return Ok((found, stat));
                         }
@@ -165,16 +151,16 @@ async fn create_protected(
                         // (expiry is terminal), so a different owner means our session is
                         // gone: the node is an expired session's and disappears with it, and
                         // the acquisition cannot continue on this client.
-                        Ok(_) => return Err(Error::LockLost(LossReason::SessionEnded)),
-                        Err(e) if e.is_connection_loss() => continue,
-                        Err(e) => return Err(e.into()),
+                        Some(_) => return Err(Error::LockLost(LossReason::SessionEnded)),
+                        // Deleted since the listing (by someone else): create again.
+                        None => {}
                     }
                 }
             }
             Err(e) => return Err(e.into()),
         }
     }
-    Err(Error::Client(zk_client::Error::ConnectionLoss))
+    Err(gave_up())
 }
 
 /// Waits until no node that blocks `ours` is left and returns the client's connection epoch
@@ -193,11 +179,10 @@ async fn wait_turn(
         let epoch = client.connection_epoch();
         let children = match client.get_children(&spec.base).await {
             Ok(children) => children,
-            Err(e) if e.is_connection_loss() => {
-                wait_connected(client).await?;
+            Err(e) => {
+                retry_after(client, e).await?;
                 continue;
             }
-            Err(e) => return Err(e.into()),
         };
         let mut queue = naming::queue(&children);
         if let Some(skip) = ignore {
@@ -222,13 +207,11 @@ async fn wait_turn(
                                 return Ok(Some(epoch))
                             }
                             Ok(_) => {}
-                            Err(e) if e.is_connection_loss() => wait_connected(client).await?,
-                            Err(e) => return Err(e.into()),
+                            Err(e) => retry_after(client, e).await?,
                         }
                     }
                     Err(zk_client::Error::NoNode) => {}
-                    Err(e) if e.is_connection_loss() => wait_connected(client).await?,
-                    Err(e) => return Err(e.into()),
+                    Err(e) => retry_after(client, e).await?,
                 }
             }
         }

@@ -9,15 +9,12 @@ use tokio::time::Instant;
 use uuid::Uuid;
 use zk_client::{Client, CreateMode, CreateOptions, Stat};
 
-use super::support::{
-    check_base, deadline_after, delete_guaranteed, ensure_containers, local_permit, until,
-    wait_connected,
-};
+use super::support::{check_base, ensure_containers, local_permit};
+use crate::cleanup::{delete_guaranteed, BoxTask, OnDrop};
 use crate::error::{Error, Result};
 use crate::guard::{Hold, LockGuard};
-
-/// Bound on acquisition turns; each waits for the server or a watch.
-const MAX_TURNS: usize = 100_000;
+use crate::owner::Participant;
+use crate::retry::{deadline_after, retry_after, retrying, until, wait_connected, MAX_TURNS};
 
 /// A simple exclusive lock: whoever creates the ephemeral node at `path` holds it; the others
 /// watch it and race again when it is deleted.
@@ -26,9 +23,9 @@ const MAX_TURNS: usize = 100_000;
 /// there is no queue to list and no parent node to keep. It is **not fair** and each release
 /// wakes every waiter (a herd): with many waiters use [`crate::FairLock`].
 ///
-/// The node's data is a guid of the acquisition, so a create whose reply was lost is
-/// recognised as ours after the reconnect (and not confused with another instance of the same
-/// session). Not re-entrant across `acquire` calls: use [`LockGuard::reenter`].
+/// The node's data is a guid of the acquisition (or the owner data chosen with
+/// [`with_owner_data`](Self::with_owner_data)), so a create whose reply was lost is
+/// recognised as ours after the reconnect (by that data under our session). Not re-entrant across `acquire` calls: use [`LockGuard::reenter`].
 ///
 /// # Example
 ///
@@ -45,6 +42,21 @@ pub struct ExclusiveLock {
     client: Client,
     path: String,
     local: Arc<Semaphore>,
+    /// Chosen owner data; `None`: a fresh guid per acquisition.
+    owner: Option<Bytes>,
+}
+
+/// How an attempt recognises its own node: the data it wrote, under our session.
+#[derive(Clone)]
+struct Mark {
+    data: Bytes,
+    session: i64,
+}
+
+impl Mark {
+    fn is_ours(&self, held_by: &[u8], stat: &Stat) -> bool {
+        held_by == self.data.as_ref() && stat.ephemeral_owner == self.session
+    }
 }
 
 impl ExclusiveLock {
@@ -54,7 +66,39 @@ impl ExclusiveLock {
             client,
             path: check_base(path)?,
             local: Arc::new(Semaphore::new(1)),
+            owner: None,
         })
+    }
+
+    /// This lock with `data` as its node's data (a participant id, say) instead of a fresh
+    /// guid per acquisition. A create whose reply was lost is then recognised by this data
+    /// under our session: give each instance of one session its own id. Returns a new
+    /// instance (no local queue shared with `self`).
+    pub fn with_owner_data(&self, data: impl Into<Bytes>) -> ExclusiveLock {
+        ExclusiveLock {
+            client: self.client.clone(),
+            path: self.path.clone(),
+            local: Arc::new(Semaphore::new(1)),
+            owner: Some(data.into()),
+        }
+    }
+
+    /// The holder, if any, with its node's data (a guid, or the id it chose).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Client`] for ZooKeeper failures (connection losses are waited out);
+    /// [`Error::LockLost`] if the session ended.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    pub async fn participants(&self) -> Result<Vec<Participant>> {
+        match retrying(&self.client, || self.client.get_data(&self.path)).await {
+            Ok((data, _)) => Ok(vec![Participant::new(self.path.clone(), data)]),
+            Err(Error::Client(zk_client::Error::NoNode)) => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
     }
 
     /// Waits until the lock is held.
@@ -116,15 +160,21 @@ impl ExclusiveLock {
         let Some(permit) = local_permit(&self.local, deadline, try_only).await? else {
             return Ok(None);
         };
-        let guid = Uuid::new_v4();
-        let mut cleanup = Cleanup {
-            client: self.client.clone(),
-            path: self.path.clone(),
-            guid,
-            armed: true,
+        let mark = Mark {
+            data: self
+                .owner
+                .clone()
+                .unwrap_or_else(|| Bytes::from(Uuid::new_v4().hyphenated().to_string())),
+            session: self.client.session_id(),
         };
-        let won = until(deadline, self.race(&guid, try_only)).await?;
-        cleanup.armed = false;
+        // Deletes the node in the background if this attempt is abandoned after creating it.
+        let mut cleanup = OnDrop::new(
+            (self.client.clone(), self.path.clone(), mark.clone()),
+            remove_if_ours,
+            "abandoned exclusive lock node",
+        );
+        let won = until(deadline, self.race(&mark, try_only)).await?;
+        cleanup.disarm();
         let Some((stat, epoch)) = won else {
             return Ok(None);
         };
@@ -144,39 +194,29 @@ impl ExclusiveLock {
 
     /// Creates the node or waits for it to go. Returns its stat and the client's connection
     /// epoch read before the request that showed the node ours.
-    async fn race(&self, guid: &Uuid, try_only: bool) -> Result<Option<(Stat, u64)>> {
-        let data = guid.hyphenated().to_string();
+    async fn race(&self, mark: &Mark, try_only: bool) -> Result<Option<(Stat, u64)>> {
         let options = CreateOptions::new(CreateMode::Ephemeral);
         for _ in 0..MAX_TURNS {
             let epoch = self.client.connection_epoch();
-            match self
-                .client
-                .create(&self.path, data.as_bytes(), &options)
-                .await
-            {
+            match self.client.create(&self.path, &mark.data, &options).await {
                 Ok((_, stat)) => return Ok(Some((stat, epoch))),
                 Err(zk_client::Error::NodeExists) => {
                     let epoch = self.client.connection_epoch();
                     match self.client.get_data_watch(&self.path).await {
                         Ok((held_by, stat, watcher)) => {
-                            if held_by == data.as_bytes() {
+                            if mark.is_ours(&held_by, &stat) {
                                 // Our own create, whose reply was lost earlier.
                                 return Ok(Some((stat, epoch)));
                             }
                             if try_only {
                                 return Ok(None);
                             }
-                            match watcher.await {
-                                Ok(_) => {}
-                                Err(e) if e.is_connection_loss() => {
-                                    wait_connected(&self.client).await?
-                                }
-                                Err(e) => return Err(e.into()),
+                            if let Err(e) = watcher.await {
+                                retry_after(&self.client, e).await?;
                             }
                         }
                         Err(zk_client::Error::NoNode) => {}
-                        Err(e) if e.is_connection_loss() => wait_connected(&self.client).await?,
-                        Err(e) => return Err(e.into()),
+                        Err(e) => retry_after(&self.client, e).await?,
                     }
                 }
                 Err(zk_client::Error::NoNode) => {
@@ -189,7 +229,7 @@ impl ExclusiveLock {
                 Err(e) if e.is_connection_loss() => {
                     wait_connected(&self.client).await?;
                     let epoch = self.client.connection_epoch();
-                    if let Some(stat) = self.owned_stat(&data).await? {
+                    if let Some(stat) = self.owned_stat(mark).await? {
                         return Ok(Some((stat, epoch)));
                     }
                 }
@@ -199,10 +239,10 @@ impl ExclusiveLock {
         Err(Error::Timeout)
     }
 
-    /// The node's stat if it exists and carries our guid.
-    async fn owned_stat(&self, data: &str) -> Result<Option<Stat>> {
+    /// The node's stat if it exists and is ours.
+    async fn owned_stat(&self, mark: &Mark) -> Result<Option<Stat>> {
         match self.client.get_data(&self.path).await {
-            Ok((held_by, stat)) if held_by == data.as_bytes() => Ok(Some(stat)),
+            Ok((held_by, stat)) if mark.is_ours(&held_by, &stat) => Ok(Some(stat)),
             Ok(_) | Err(zk_client::Error::NoNode) => Ok(None),
             Err(e) if e.is_connection_loss() => Ok(None),
             Err(e) => Err(e.into()),
@@ -210,31 +250,14 @@ impl ExclusiveLock {
     }
 }
 
-/// Deletes the node in the background if an abandoned attempt had created it.
-struct Cleanup {
-    client: Client,
-    path: String,
-    guid: Uuid,
-    armed: bool,
-}
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let (client, path) = (self.client.clone(), self.path.clone());
-        let data = Bytes::from(self.guid.hyphenated().to_string());
-        handle.spawn(async move {
-            // Requests are ordered at call time, so this read sees any create we had sent.
-            if let Ok((held_by, stat)) = client.get_data(&path).await {
-                if held_by == data {
-                    let _ = delete_guaranteed(&client, &path, Some(stat.czxid)).await;
-                }
+/// The cleanup of an abandoned attempt: deletes the node at `path` if it is ours.
+/// Requests are ordered at call time, so this read sees any create the attempt had sent.
+fn remove_if_ours((client, path, mark): (Client, String, Mark)) -> BoxTask {
+    Box::pin(async move {
+        if let Ok((held_by, stat)) = client.get_data(&path).await {
+            if mark.is_ours(&held_by, &stat) {
+                let _ = delete_guaranteed(&client, &path, Some(stat.czxid)).await;
             }
-        });
-    }
+        }
+    })
 }

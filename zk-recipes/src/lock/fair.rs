@@ -4,15 +4,18 @@
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use bytes::Bytes;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use zk_client::Client;
 
 use super::acquire::{acquire, QueueSpec};
 use super::naming::{Intent, MUTEX_LOCK_NAME};
-use super::support::{check_base, deadline_after, local_permit, Owner};
+use super::support::{check_base, local_permit, Owner};
 use crate::error::{Error, Result};
 use crate::guard::{Hold, LockGuard};
+use crate::owner::{local_address, participants, Participant};
+use crate::retry::deadline_after;
 
 /// Who holds the lock in this process, for re-entry.
 type Holder = Arc<Mutex<Option<(Owner, Weak<Hold>)>>>;
@@ -106,6 +109,7 @@ impl FairLock {
                 base: check_base(path)?,
                 lock_name: MUTEX_LOCK_NAME,
                 intent: Intent::Write,
+                data: local_address(),
             },
             None,
         ))
@@ -130,6 +134,54 @@ impl FairLock {
     /// The lock's path.
     pub fn path(&self) -> &str {
         &self.inner.spec.base
+    }
+
+    /// This lock with `data` as its nodes' owner data (a participant id, say) instead of
+    /// Curator's default, the local host's address. Java peers read it with
+    /// `getParticipantNodes()` and `getData`; [`participants`](Self::participants) shows it.
+    ///
+    /// Returns a new instance (it shares no local queue or re-entry with `self`); set it
+    /// before sharing the lock.
+    ///
+    /// ```no_run
+    /// # fn f(client: zk_client::Client) -> Result<(), zk_recipes::Error> {
+    /// let lock = zk_recipes::FairLock::new(client, "/locks/jobs")?.with_owner_data("worker-7");
+    /// # Ok(()) }
+    /// ```
+    pub fn with_owner_data(&self, data: impl Into<Bytes>) -> FairLock {
+        let mut spec = self.inner.spec.clone();
+        spec.data = data.into();
+        let companion = self.inner.companion.clone();
+        FairLock {
+            inner: Arc::new(Inner {
+                client: self.inner.client.clone(),
+                spec,
+                local: Arc::new(Semaphore::new(1)),
+                holder: Arc::new(Mutex::new(None)),
+                companion,
+            }),
+        }
+    }
+
+    /// The owner data this lock's nodes carry.
+    pub fn owner_data(&self) -> &Bytes {
+        &self.inner.spec.data
+    }
+
+    /// Everyone queued on this lock, holder first, with their owner data: Curator's
+    /// `getParticipantNodes()` plus each node's data. Nodes of every library and side (a
+    /// read/write lock's readers and writers) are listed in the shared queue order.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Client`] for ZooKeeper failures (connection losses are waited out);
+    /// [`Error::LockLost`] if the session ended.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    pub async fn participants(&self) -> Result<Vec<Participant>> {
+        participants(&self.inner.client, &self.inner.spec.base).await
     }
 
     /// Waits until the lock is held.
@@ -177,6 +229,21 @@ impl FairLock {
     /// Cancel safe, like [`acquire`](Self::acquire).
     pub async fn try_acquire(&self) -> Result<Option<LockGuard>> {
         self.acquire_until(None, true).await
+    }
+
+    pub(crate) fn client(&self) -> &Client {
+        &self.inner.client
+    }
+
+    pub(crate) fn spec(&self) -> &QueueSpec {
+        &self.inner.spec
+    }
+
+    /// Waits for the lock until `deadline` (none: forever); [`Error::Timeout`] after it.
+    pub(crate) async fn acquire_by(&self, deadline: Option<Instant>) -> Result<LockGuard> {
+        self.acquire_until(deadline, false)
+            .await?
+            .ok_or(Error::Timeout)
     }
 
     /// Whether the current task (or thread) holds this instance.

@@ -9,10 +9,12 @@
 pub(crate) mod acquire;
 mod exclusive;
 mod fair;
-pub mod naming;
+mod multi;
+pub(crate) mod naming;
 mod shared;
 pub(crate) mod support;
 
 pub use exclusive::ExclusiveLock;
 pub use fair::FairLock;
+pub use multi::{AcquireFuture, Lock, MultiGuard, MultiLock};
 pub use shared::ReadWriteLock;

@@ -9,41 +9,42 @@
 use uuid::Uuid;
 
 /// Prefix Curator puts before the guid of a protected node.
-pub const PROTECTED_PREFIX: &str = "_c_";
+pub(crate) const PROTECTED_PREFIX: &str = "_c_";
+#[cfg(test)]
 /// Length of `_c_` + a 36-character dashed UUID + `-`.
-pub const PROTECTED_PREFIX_LEN: usize = 40;
+pub(crate) const PROTECTED_PREFIX_LEN: usize = 40;
 /// Length of the sequence suffix the server appends (`%010d`).
-pub const SEQUENCE_LEN: usize = 10;
+pub(crate) const SEQUENCE_LEN: usize = 10;
 
 /// Lock name of Curator's `InterProcessMutex`.
-pub const MUTEX_LOCK_NAME: &str = "lock-";
+pub(crate) const MUTEX_LOCK_NAME: &str = "lock-";
 /// Lock name of the read side of Curator's `InterProcessReadWriteLock`.
-pub const READ_LOCK_NAME: &str = "__READ__";
+pub(crate) const READ_LOCK_NAME: &str = "__READ__";
 /// Lock name of the write side of Curator's `InterProcessReadWriteLock`.
-pub const WRITE_LOCK_NAME: &str = "__WRIT__";
-/// Marker of kazoo's exclusive lock nodes.
-pub const KAZOO_LOCK_MARKER: &str = "__lock__";
+pub(crate) const WRITE_LOCK_NAME: &str = "__WRIT__";
 /// Marker of kazoo's read lock nodes.
-pub const KAZOO_READ_MARKER: &str = "__rlock__";
+pub(crate) const KAZOO_READ_MARKER: &str = "__rlock__";
 
 /// The protected prefix for a guid: `_c_<uuid>-`.
-pub fn protected_prefix(guid: &Uuid) -> String {
+pub(crate) fn protected_prefix(guid: &Uuid) -> String {
     format!("{PROTECTED_PREFIX}{}-", guid.hyphenated())
 }
 
 /// The name to create (before the server appends the sequence): `_c_<uuid>-<lock_name>`.
-pub fn protected_node_name(guid: &Uuid, lock_name: &str) -> String {
+pub(crate) fn protected_node_name(guid: &Uuid, lock_name: &str) -> String {
     format!("{}{lock_name}", protected_prefix(guid))
 }
 
 /// Whether `name` is a protected name in Curator's sense: longer than 40 characters, starts
 /// with `_c_`, has `-` at index 39 and a UUID at 3..39.
-pub fn is_protected(name: &str) -> bool {
+#[cfg(test)]
+pub(crate) fn is_protected(name: &str) -> bool {
     protected_guid(name).is_some()
 }
 
 /// The guid of a protected name, if it is one.
-pub fn protected_guid(name: &str) -> Option<Uuid> {
+#[cfg(test)]
+pub(crate) fn protected_guid(name: &str) -> Option<Uuid> {
     if name.len() <= PROTECTED_PREFIX_LEN
         || !name.starts_with(PROTECTED_PREFIX)
         || name.as_bytes().get(PROTECTED_PREFIX_LEN - 1) != Some(&b'-')
@@ -57,7 +58,7 @@ pub fn protected_guid(name: &str) -> Option<Uuid> {
 /// The 10-character sequence suffix of a sequential node's name (`"0000000012"`), if it has
 /// a valid one. A downgrade's read node reuses its write node's suffix (see
 /// [`position`]).
-pub fn sequence_suffix(name: &str) -> Option<&str> {
+pub(crate) fn sequence_suffix(name: &str) -> Option<&str> {
     sequence_of(name)?;
     name.get(name.len().checked_sub(SEQUENCE_LEN)?..)
 }
@@ -65,7 +66,7 @@ pub fn sequence_suffix(name: &str) -> Option<&str> {
 /// The sequence number at the end of a sequential node's name: the last 10 characters parsed
 /// as a signed 32-bit decimal (the server formats the parent's `cversion` with `%010d`, which
 /// goes negative after overflow, e.g. `-000000012`).
-pub fn sequence_of(name: &str) -> Option<i32> {
+pub(crate) fn sequence_of(name: &str) -> Option<i32> {
     let tail = name.get(name.len().checked_sub(SEQUENCE_LEN)?..)?;
     let digits = tail.strip_prefix('-').unwrap_or(tail);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -76,7 +77,7 @@ pub fn sequence_of(name: &str) -> Option<i32> {
 
 /// What a contender in a lock queue asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Intent {
+pub(crate) enum Intent {
     /// Shares the lock with other readers (`__READ__`, kazoo's `__rlock__`).
     Read,
     /// Excludes everyone (`__WRIT__`, `lock-`, kazoo's `__lock__`, anything else sequential).
@@ -84,7 +85,7 @@ pub enum Intent {
 }
 
 /// Whether a child name is a read request of any library we know.
-pub fn intent_of(name: &str) -> Intent {
+pub(crate) fn intent_of(name: &str) -> Intent {
     if name.contains(READ_LOCK_NAME) || name.contains(KAZOO_READ_MARKER) {
         Intent::Read
     } else {
@@ -94,13 +95,13 @@ pub fn intent_of(name: &str) -> Intent {
 
 /// One node of a lock queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Contender {
+pub(crate) struct Contender {
     /// The child name.
-    pub name: String,
+    pub(crate) name: String,
     /// Its trailing sequence number.
-    pub sequence: i32,
+    pub(crate) sequence: i32,
     /// Read or write.
-    pub intent: Intent,
+    pub(crate) intent: Intent,
 }
 
 /// Turns a parent's children into the lock queue: every child with a trailing sequence
@@ -113,7 +114,7 @@ pub struct Contender {
 /// tie in the server's listing order; ordering it by name instead is as good, because every
 /// rule below treats the two tied nodes alike (both block a writer queued behind them; the
 /// read node blocks no reader).
-pub fn queue(children: &[String]) -> Vec<Contender> {
+pub(crate) fn queue(children: &[String]) -> Vec<Contender> {
     let mut queue: Vec<Contender> = children
         .iter()
         .filter_map(|name| {
@@ -134,7 +135,7 @@ pub fn queue(children: &[String]) -> Vec<Contender> {
 
 /// What a contender must do next.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Position {
+pub(crate) enum Position {
     /// The lock is ours.
     Acquired,
     /// Wait for `node` to go away, then look again.
@@ -159,7 +160,7 @@ pub enum Position {
 /// - Read: held when no write request precedes ours; otherwise watch the nearest preceding
 ///   write request (the ZooKeeper recipe's rule, which wakes only readers a writer's release
 ///   unblocks; Curator watches the lowest write node instead).
-pub fn position(queue: &[Contender], ours: &str, intent: Intent) -> Position {
+pub(crate) fn position(queue: &[Contender], ours: &str, intent: Intent) -> Position {
     let Some(index) = queue.iter().position(|c| c.name == ours) else {
         return Position::Missing;
     };
@@ -190,7 +191,7 @@ fn may_gain_a_downgrade(c: &Contender) -> bool {
 /// sequence suffix of the owner's write node `write_node`, created as a plain (not
 /// sequential) ephemeral node so that it sorts at the write node's position (Curator 5.5.0+,
 /// CURATOR-621). `None` if `write_node` has no sequence suffix.
-pub fn downgrade_node_name(guid: &Uuid, write_node: &str) -> Option<String> {
+pub(crate) fn downgrade_node_name(guid: &Uuid, write_node: &str) -> Option<String> {
     let seq = sequence_suffix(write_node)?;
     Some(format!(
         "{}{seq}",
@@ -199,7 +200,7 @@ pub fn downgrade_node_name(guid: &Uuid, write_node: &str) -> Option<String> {
 }
 
 /// Finds our node among the children by its guid (the protected create's recovery step).
-pub fn find_by_guid<'a>(children: &'a [String], guid: &Uuid) -> Option<&'a str> {
+pub(crate) fn find_by_guid<'a>(children: &'a [String], guid: &Uuid) -> Option<&'a str> {
     let prefix = protected_prefix(guid);
     children
         .iter()

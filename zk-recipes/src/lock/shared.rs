@@ -7,6 +7,8 @@ use super::fair::FairLock;
 use super::naming::{Intent, READ_LOCK_NAME, WRITE_LOCK_NAME};
 use super::support::check_base;
 use crate::error::Result;
+use crate::owner::{local_address, Participant};
+use bytes::Bytes;
 
 /// A fair read/write lock: readers hold it together unless a writer queued before them;
 /// a writer holds it alone.
@@ -60,6 +62,7 @@ impl ReadWriteLock {
                 base: base.clone(),
                 lock_name: WRITE_LOCK_NAME,
                 intent: Intent::Write,
+                data: local_address(),
             },
             None,
         );
@@ -69,6 +72,7 @@ impl ReadWriteLock {
                 base,
                 lock_name: READ_LOCK_NAME,
                 intent: Intent::Read,
+                data: local_address(),
             },
             Some(&write),
         );
@@ -83,5 +87,35 @@ impl ReadWriteLock {
     /// The exclusive side.
     pub fn write_lock(&self) -> &FairLock {
         &self.write
+    }
+
+    /// This lock with `data` as the owner data of both sides' nodes (see
+    /// [`FairLock::with_owner_data`]). Returns a new instance.
+    pub fn with_owner_data(&self, data: impl Into<Bytes>) -> ReadWriteLock {
+        let data = data.into();
+        let write = self.write.with_owner_data(data.clone());
+        let read = FairLock::with_spec(
+            self.read.client().clone(),
+            QueueSpec {
+                data,
+                ..self.read.spec().clone()
+            },
+            Some(&write),
+        );
+        ReadWriteLock { read, write }
+    }
+
+    /// Readers and writers queued on this lock, in queue order, with their owner data (see
+    /// [`FairLock::participants`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`FairLock::participants`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    pub async fn participants(&self) -> Result<Vec<Participant>> {
+        self.write.participants().await
     }
 }

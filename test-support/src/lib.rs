@@ -1,9 +1,14 @@
-//! A scripted fake ZooKeeper server on a `127.0.0.1:0` listener, speaking zk-proto.
+//! Test support for the workspace's unit-level tests (h2's `h2-support` pattern): a scripted
+//! fake ZooKeeper server on a `127.0.0.1:0` listener, speaking zk-proto, with frame helpers
+//! and time limits. Real-server tests live in `integration-tests`; this crate is for tests
+//! where a real server is not the point (exact bytes, lost replies, misbehaving servers).
 //!
-//! Tests drive it step by step: accept a connection, read the `ConnectRequest`, answer it,
-//! read requests, send replies and notifications, hang up. Every wait is bounded by
-//! [`LIMIT`] so a broken client fails the test instead of hanging it.
-#![allow(dead_code, unreachable_pub)]
+//! Tests drive the server step by step: accept a connection, read the `ConnectRequest`,
+//! answer it, read requests, send replies and notifications, hang up. Every wait is bounded
+//! by [`LIMIT`] so a broken client fails the test instead of hanging it. Failures panic:
+//! this crate is only ever used from tests.
+#![forbid(unsafe_code)]
+#![allow(missing_docs, clippy::unwrap_used)]
 
 use std::time::Duration;
 
@@ -243,6 +248,14 @@ pub async fn connect_client(
     let (conn, req) = server.accept_session(session_id, timeout_ms).await;
     assert_eq!(req.session_id, 0, "a new session");
     (within("connect", client).await.unwrap().unwrap(), conn)
+}
+
+/// The body of a `getData` reply with `data` and a default `Stat`.
+pub fn data_reply(data: &[u8]) -> Bytes {
+    encode(&zk_proto::records::GetDataResponse {
+        data: Bytes::copy_from_slice(data),
+        stat: zk_proto::Stat::default(),
+    })
 }
 
 /// Encodes a record.

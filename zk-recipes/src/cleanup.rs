@@ -1,0 +1,251 @@
+//! The recipes' cleanup toolkit: the guaranteed delete, finding our node by its guid, work
+//! that must finish after its caller is gone, and the one drop guard that starts it.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use tokio::task::JoinHandle;
+use tracing::{debug, warn};
+use zk_client::Client;
+
+use crate::error::{Error, LossReason, Result};
+use crate::guard::Released;
+use crate::lock::naming;
+use crate::retry::{gave_up, retrying, wait_connected, MAX_TURNS};
+
+/// Work a drop guard hands to the background.
+pub(crate) type BoxTask = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
+/// Spawns `task` on the current tokio runtime; gives it back when there is none (a drop
+/// outside any runtime), so the caller can run it inline or give up knowingly.
+pub(crate) fn in_background<F>(task: F) -> std::result::Result<JoinHandle<F::Output>, F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => Ok(handle.spawn(task)),
+        Err(_) => Err(task),
+    }
+}
+
+/// Runs `task` as a task of its own and waits for it: dropping the caller's future then only
+/// loses the outcome (`None`, also when the runtime shut down), never half of the work.
+/// Without a runtime it runs inline.
+pub(crate) async fn detached<F>(task: F) -> Option<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    match in_background(task) {
+        Ok(handle) => handle.await.ok(),
+        Err(task) => Some(task.await),
+    }
+}
+
+/// A cleanup that runs in the background when dropped while armed: how an abandoned
+/// acquisition (error, timeout, or its future dropped) removes what it may have created.
+/// `S` is what the cleanup needs, updated as the attempt learns more (say, its node's name).
+pub(crate) struct OnDrop<S: Send + 'static> {
+    state: Option<S>,
+    run: fn(S) -> BoxTask,
+    what: &'static str,
+}
+
+impl<S: Send + 'static> OnDrop<S> {
+    /// Armed with `state`; `run` makes the cleanup task; `what` names it in logs.
+    pub(crate) fn new(state: S, run: fn(S) -> BoxTask, what: &'static str) -> OnDrop<S> {
+        OnDrop {
+            state: Some(state),
+            run,
+            what,
+        }
+    }
+
+    /// The state, while armed.
+    pub(crate) fn state_mut(&mut self) -> Option<&mut S> {
+        self.state.as_mut()
+    }
+
+    /// Disarms the guard and returns its state (`None` if already disarmed).
+    pub(crate) fn disarm(&mut self) -> Option<S> {
+        self.state.take()
+    }
+}
+
+impl<S: Send + 'static> Drop for OnDrop<S> {
+    fn drop(&mut self) {
+        let Some(state) = self.state.take() else {
+            return;
+        };
+        if in_background((self.run)(state)).is_err() {
+            warn!(
+                what = self.what,
+                "no tokio runtime for a background cleanup; the node lives until the session ends"
+            );
+        }
+    }
+}
+
+/// A node of ours under `base` that an abandoned attempt may have created: known by `name`, or
+/// only by the `guid` in its protected name when the create's reply never came.
+pub(crate) struct Orphan {
+    pub(crate) client: Client,
+    pub(crate) base: String,
+    pub(crate) guid: uuid::Uuid,
+    pub(crate) node: Option<String>,
+}
+
+impl Orphan {
+    /// A drop guard that removes this orphan unless disarmed.
+    pub(crate) fn guard(self) -> OnDrop<Orphan> {
+        OnDrop::new(self, |o| Box::pin(o.remove()), "abandoned node")
+    }
+
+    /// Finds (by guid, unless the name is known) and deletes the node, through reconnects.
+    /// Requests are ordered at call time, so the listing runs after any create the attempt
+    /// had sent.
+    pub(crate) async fn remove(self) {
+        let Orphan {
+            client,
+            base,
+            guid,
+            node,
+        } = self;
+        let result = async {
+            let name = match node {
+                Some(name) => Some(name),
+                None => find_own(&client, &base, &guid).await?,
+            };
+            if let Some(name) = name {
+                delete_guaranteed(&client, &format!("{base}/{name}"), None).await?;
+                debug!(%base, %name, "removed abandoned node");
+            }
+            Ok::<_, Error>(())
+        }
+        .await;
+        if let Err(e) = result {
+            warn!(%base, error = %e, "could not remove an abandoned node");
+        }
+    }
+}
+
+/// Lists `base` (retrying through connection losses) and returns our node's name, if any.
+pub(crate) async fn find_own(
+    client: &Client,
+    base: &str,
+    guid: &uuid::Uuid,
+) -> Result<Option<String>> {
+    match retrying(client, || client.get_children(base)).await {
+        Ok(children) => Ok(naming::find_by_guid(&children, guid).map(str::to_owned)),
+        Err(Error::Client(zk_client::Error::NoNode)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Deletes `path`, retrying through connection losses until it is gone or the session ended
+/// (then the ephemeral node is gone anyway). Curator calls this a guaranteed delete.
+///
+/// Says who removed the node: [`Released::Deleted`] (we did; also when a delete whose
+/// reply was lost with the connection is followed by `NoNode`, since that first delete
+/// most likely applied), or [`Released::AlreadyGone`] (`NodeDeleted`: it was not there;
+/// `SessionEnded`: the session ended first, and took the node).
+///
+/// `owner` is for a path that other holders reuse (the exclusive lock's): the czxid of the node
+/// we created there. Each attempt then first checks that the node at `path` is still that one
+/// and deletes it only at the version seen, so neither a delete retried after a lost reply
+/// (the first one applied, and the next holder has created the node since) nor one after
+/// someone else deleted ours removes the next holder's node.
+pub(crate) async fn delete_guaranteed(
+    client: &Client,
+    path: &str,
+    owner: Option<i64>,
+) -> Result<Released> {
+    let mut maybe_applied = false;
+    for _ in 0..MAX_TURNS {
+        let attempt = match owner {
+            None => client.delete(path, None).await,
+            Some(czxid) => match client.exists(path).await {
+                Ok(Some(stat)) if stat.czxid == czxid => {
+                    client.delete(path, Some(stat.version)).await
+                }
+                // Not our node (any more): ours is gone.
+                Ok(_) => Err(zk_client::Error::NoNode),
+                Err(e) => Err(e),
+            },
+        };
+        match attempt {
+            Ok(()) => return Ok(Released::Deleted),
+            // Our node changed between the check and the delete: look again.
+            Err(zk_client::Error::BadVersion) if owner.is_some() => continue,
+            Err(zk_client::Error::NoNode) if maybe_applied => return Ok(Released::Deleted),
+            Err(zk_client::Error::NoNode) => {
+                return Ok(Released::AlreadyGone(LossReason::NodeDeleted))
+            }
+            Err(e) if e.is_connection_loss() => {
+                maybe_applied = true;
+                match wait_connected(client).await {
+                    Ok(()) => continue,
+                    Err(Error::LockLost(reason)) => return Ok(Released::AlreadyGone(reason)),
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(e) if e.is_terminal() => {
+                return Ok(Released::AlreadyGone(LossReason::SessionEnded))
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(gave_up())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::sync::oneshot;
+
+    fn signal(tx: oneshot::Sender<()>) -> BoxTask {
+        Box::pin(async move {
+            let _ = tx.send(());
+        })
+    }
+
+    #[tokio::test]
+    async fn an_armed_guard_runs_its_cleanup_when_dropped() {
+        let (tx, rx) = oneshot::channel();
+        drop(OnDrop::new(tx, signal, "test"));
+        assert!(rx.await.is_ok(), "the cleanup ran");
+    }
+
+    #[tokio::test]
+    async fn a_disarmed_guard_runs_nothing_and_gives_its_state_back() {
+        let (tx, rx) = oneshot::channel();
+        let mut guard = OnDrop::new(tx, signal, "test");
+        assert!(guard.state_mut().is_some());
+        let state = guard.disarm();
+        assert!(guard.disarm().is_none() && guard.state_mut().is_none());
+        drop(guard);
+        drop(state); // the sender goes without sending
+        assert!(rx.await.is_err(), "the cleanup must not run");
+    }
+
+    #[test]
+    fn without_a_runtime_the_task_comes_back() {
+        assert!(in_background(async { 1 }).is_err());
+        // And a dropped guard only logs.
+        let (tx, _rx) = oneshot::channel();
+        drop(OnDrop::new(tx, signal, "test"));
+    }
+
+    #[tokio::test]
+    async fn detached_work_finishes_when_its_caller_is_dropped() {
+        let (tx, rx) = oneshot::channel();
+        let caller = detached(async move {
+            tokio::task::yield_now().await;
+            let _ = tx.send(());
+        });
+        // Polled once (so the task is spawned), then dropped.
+        let _ = tokio::time::timeout(std::time::Duration::ZERO, caller).await;
+        assert!(rx.await.is_ok(), "the detached work ran to its end");
+    }
+}

@@ -1,0 +1,267 @@
+//! Counting semaphores, Curator's `InterProcessSemaphoreV2` layout, and the lock built on
+//! them ([`SemaphoreMutex`]).
+//!
+//! ```text
+//! <path>/locks/_c_<uuid>-lock-<seq>     a FairLock: one contender at a time adds a lease
+//! <path>/leases/_c_<uuid>-lease-<seq>   one node per lease held (or being waited for)
+//! ```
+//!
+//! To take a lease: take the `locks` mutex, create our lease node (protected, ephemeral
+//! sequential), list `leases` until it has at most `max` children (watching it while it has
+//! more), release the mutex. Releasing a lease deletes its node. The lease count is not
+//! stored in ZooKeeper: every participant, Java or Rust, must be configured with the same.
+
+mod mutex;
+mod wait;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::time::Instant;
+use tracing::debug;
+use uuid::Uuid;
+use zk_client::Client;
+
+use crate::cleanup::{detached, Orphan};
+use crate::error::{Error, Result};
+use crate::guard::{Hold, LockGuard};
+use crate::lock::acquire::{create_protected, QueueSpec};
+use crate::lock::naming::Intent;
+use crate::lock::support::check_base;
+use crate::lock::FairLock;
+use crate::owner::{local_address, participants, Participant};
+use crate::retry::{deadline_after, until};
+
+pub use mutex::SemaphoreMutex;
+
+/// Curator's `InterProcessSemaphoreV2.LOCK_PARENT`.
+const LOCK_PARENT: &str = "locks";
+/// Curator's `InterProcessSemaphoreV2.LEASE_PARENT`.
+const LEASE_PARENT: &str = "leases";
+/// Curator's `InterProcessSemaphoreV2.LEASE_BASE_NAME`.
+const LEASE_NAME: &str = "lease-";
+
+/// A lease of a [`Semaphore`]: a guard over our lease node, with everything a [`LockGuard`]
+/// offers (the same `Held` / `Suspended` / `Lost` signal, fencing token, fenced writes).
+/// Releasing it (or dropping it) deletes the lease node and frees the lease.
+pub type Lease = LockGuard;
+
+/// A distributed counting semaphore: at most `max_leases` leases are held at once, across
+/// every process (Rust or Java with Curator's `InterProcessSemaphoreV2`) using the same path
+/// and the same count.
+///
+/// Waiters queue fairly on the `locks` mutex; only its holder watches the leases, so a
+/// released lease wakes one waiter.
+///
+/// # Cancellation safety
+///
+/// Dropping an acquisition at any point leaves no lease node behind in a live session: a
+/// node it created (or may have created: a create whose reply was lost) is found by its guid
+/// and deleted in the background, and leases already taken by an `acquire_many` are released.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn demo(client: zk_client::Client) -> Result<(), zk_recipes::Error> {
+/// use std::time::Duration;
+/// use zk_recipes::Semaphore;
+///
+/// let slots = Semaphore::new(client, "/limits/exports", 3)?;
+/// let lease = slots.acquire_timeout(Duration::from_secs(10)).await?;
+/// // ... at most 3 of these run at once ...
+/// lease.release().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Semaphore {
+    client: Client,
+    path: String,
+    max_leases: usize,
+    mutex: FairLock,
+    leases: QueueSpec,
+}
+
+impl Semaphore {
+    /// A semaphore on `path` with `max_leases` leases.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`] for an unusable path; [`Error::InvalidArgument`] when
+    /// `max_leases` is 0.
+    pub fn new(client: Client, path: &str, max_leases: usize) -> Result<Semaphore> {
+        let path = check_base(path)?;
+        if max_leases == 0 {
+            return Err(Error::InvalidArgument(
+                "a semaphore needs at least one lease",
+            ));
+        }
+        let mutex = FairLock::new(client.clone(), &format!("{path}/{LOCK_PARENT}"))?;
+        let leases = QueueSpec {
+            base: format!("{path}/{LEASE_PARENT}"),
+            lock_name: LEASE_NAME,
+            intent: Intent::Write,
+            data: local_address(),
+        };
+        Ok(Semaphore {
+            client,
+            path,
+            max_leases,
+            mutex,
+            leases,
+        })
+    }
+
+    /// This semaphore with `data` as the owner data of its lease (and mutex) nodes, instead
+    /// of Curator's default, the local host's address. Returns a new instance.
+    pub fn with_owner_data(&self, data: impl Into<Bytes>) -> Semaphore {
+        let data = data.into();
+        let mut this = self.clone();
+        this.mutex = self.mutex.with_owner_data(data.clone());
+        this.leases.data = data;
+        this
+    }
+
+    /// The semaphore's path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// How many leases the semaphore has.
+    pub fn max_leases(&self) -> usize {
+        self.max_leases
+    }
+
+    /// Waits for one lease.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LockLost`] if the session ended (`SessionEnded`) or our lease node was
+    /// deleted by someone else while we waited (`NodeDeleted`); [`Error::Client`] for other
+    /// ZooKeeper failures (connection losses are waited out).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: see the type's docs.
+    pub async fn acquire(&self) -> Result<Lease> {
+        self.acquire_one(None).await
+    }
+
+    /// Waits at most `timeout` for one lease; on [`Error::Timeout`] nothing of ours is left.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Timeout`]; otherwise as [`acquire`](Self::acquire).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: see the type's docs.
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Lease> {
+        self.acquire_one(deadline_after(Some(timeout))).await
+    }
+
+    /// Waits for `n` leases, taken one after the other, all within `timeout` (none: no
+    /// limit). All or nothing: when one cannot be had, those already taken are released.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `n` is 0 or more than [`max_leases`](Self::max_leases);
+    /// otherwise as [`acquire_timeout`](Self::acquire_timeout).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: see the type's docs.
+    pub async fn acquire_many(&self, n: usize, timeout: Option<Duration>) -> Result<Vec<Lease>> {
+        if n == 0 || n > self.max_leases {
+            return Err(Error::InvalidArgument(
+                "the number of leases must be between 1 and the semaphore's max_leases",
+            ));
+        }
+        let deadline = deadline_after(timeout);
+        let mut taken = Vec::with_capacity(n);
+        for _ in 0..n {
+            match self.acquire_one(deadline).await {
+                Ok(lease) => taken.push(lease),
+                Err(e) => {
+                    release_all(taken).await;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(taken)
+    }
+
+    /// The lease nodes (held, or being waited for by the `locks` mutex's holder) in sequence
+    /// order with their owner data: Curator's `getParticipantNodes()` plus the data.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Client`] for ZooKeeper failures (connection losses are waited out);
+    /// [`Error::LockLost`] if the session ended.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    pub async fn participants(&self) -> Result<Vec<Participant>> {
+        participants(&self.client, &self.leases.base).await
+    }
+
+    async fn acquire_one(&self, deadline: Option<Instant>) -> Result<Lease> {
+        let mutex = self.mutex.acquire_by(deadline).await?;
+        let lease = self
+            .add_lease(deadline)
+            .await
+            .map_err(Error::session_end_as_loss);
+        if let Err(e) = mutex.release().await {
+            debug!(path = %self.path, error = %e, "semaphore mutex release failed");
+        }
+        lease
+    }
+
+    /// Under the mutex: creates our lease node and waits for room.
+    async fn add_lease(&self, deadline: Option<Instant>) -> Result<Lease> {
+        let guid = Uuid::new_v4();
+        let mut orphan = Orphan {
+            client: self.client.clone(),
+            base: self.leases.base.clone(),
+            guid,
+            node: None,
+        }
+        .guard();
+        let waited = until(deadline, async {
+            let (name, stat) = create_protected(&self.client, &self.leases, &guid, None).await?;
+            if let Some(o) = orphan.state_mut() {
+                o.node = Some(name.clone());
+            }
+            let epoch =
+                wait::wait_for_room(&self.client, &self.leases.base, &name, self.max_leases)
+                    .await?;
+            Ok((format!("{}/{name}", self.leases.base), stat, epoch))
+        })
+        .await;
+        match waited {
+            Ok((path, stat, epoch)) => {
+                orphan.disarm();
+                let hook = Box::new(|| {});
+                Ok(Hold::new(self.client.clone(), path, stat, epoch, hook, false).into_guard())
+            }
+            Err(e) => {
+                // Removed before the mutex goes to the next contender, which would otherwise
+                // count our node; detached, so a cancellation cannot stop it halfway.
+                if let Some(o) = orphan.disarm() {
+                    detached(o.remove()).await;
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Releases leases in reverse order of taking, ignoring the outcome (they are being given
+/// back because the whole acquisition failed).
+async fn release_all(leases: Vec<Lease>) {
+    for lease in leases.into_iter().rev() {
+        if let Err(e) = lease.release().await {
+            debug!(error = %e, "releasing a lease after a failed acquisition");
+        }
+    }
+}

@@ -1,5 +1,5 @@
 //! Certificates and keystores for TLS tests, made at test time with Debian's `openssl` and
-//! the JDK's `keytool` in a temporary directory (removed on drop).
+//! the JDK's `keytool` in a temporary directory (removed on drop, or by the reaper).
 //!
 //! [`Pki::new`] makes a CA, a server certificate for `127.0.0.1` and `localhost` (PKCS#12
 //! keystore and truststore for ZooKeeper), a client certificate (PEM, for the Rust client),
@@ -48,7 +48,7 @@ impl Pki {
     pub fn new() -> Pki {
         static SEQ: AtomicU32 = AtomicU32::new(0);
         let dir = std::env::temp_dir().join(format!(
-            "zkrs-pki-{}-{}",
+            "zkrs-it-pki-{}-{}",
             std::process::id(),
             SEQ.fetch_add(1, Ordering::Relaxed)
         ));

@@ -4,12 +4,11 @@
 
 mod client_common;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use client_common::{connect, wait_state, within};
 use integration_tests::proxy::{Cut, Mode};
-use integration_tests::{chroot, Proxy, Server, Settings};
+use integration_tests::{chroot, Proxy, ScratchDir, Server, Settings};
 use tokio::sync::OnceCell;
 use zk_client::{Acl, Client, CreateOptions, Error, Perms, SessionState};
 
@@ -21,16 +20,7 @@ const JAAS: &str = r#"Server {
 
 struct Sasl {
     server: Server,
-    _jaas: Jaas,
-}
-
-/// The JAAS file, removed on drop.
-struct Jaas(PathBuf);
-
-impl Drop for Jaas {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+    _dir: ScratchDir,
 }
 
 /// One SASL-enabled server for the whole binary.
@@ -38,8 +28,8 @@ async fn sasl_server() -> &'static Sasl {
     static SHARED: OnceCell<Sasl> = OnceCell::const_new();
     SHARED
         .get_or_init(|| async {
-            let path = std::env::temp_dir().join(format!("zkrs-jaas-{}.conf", std::process::id()));
-            std::fs::write(&path, JAAS).expect("write the JAAS file");
+            let dir = ScratchDir::new("jaas");
+            let path = dir.write("jaas.conf", JAAS);
             let settings = Settings::default()
                 .with_jvm_flag(format!(
                     "-Djava.security.auth.login.config={}",
@@ -49,10 +39,7 @@ async fn sasl_server() -> &'static Sasl {
                     "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
                 );
             let server = Server::launch_with(&settings).await;
-            Sasl {
-                server,
-                _jaas: Jaas(path),
-            }
+            Sasl { server, _dir: dir }
         })
         .await
 }

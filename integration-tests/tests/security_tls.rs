@@ -96,6 +96,15 @@ async fn tls_read_write_watch_and_failover_across_tls_hosts() {
         big.len()
     );
 
+    // A deep pipeline (past the 64 in flight that make the connection pause its reads)
+    // through the TLS stream: every reply arrives, in order.
+    let reads: Vec<_> = (0..500).map(|_| b.exists("/n")).collect();
+    let stats = within("pipelined reads", futures_util::future::join_all(reads)).await;
+    assert!(
+        stats.iter().all(|r| matches!(r, Ok(Some(_)))),
+        "pipelined reads over TLS"
+    );
+
     let (_, _, watcher) = a.get_data_watch("/n").await.expect("watch");
     let epoch = a.connection_epoch();
     let on = within("find a's server", async {

@@ -1,12 +1,14 @@
 //! The demo a new user runs first (`bash scripts/demo.sh`): several workers on a fair lock,
 //! readers and a writer on a read/write lock, a holder whose create reply is lost keeping its
-//! place, and a holder whose session expires being told it lost the lock.
+//! place, a holder whose session expires being told it lost the lock, and a leader failover
+//! (a leader latch whose leader is cut off, and re-joins on a new session).
 //!
 //! By default it starts a throwaway local ZooKeeper (Debian's package, as a plain process) on
 //! 127.0.0.1. Point it at your own server or ensemble with `--connect host:port[,host:port]`
 //! or `ZK_CONNECT`; it works under a fresh `/zk-rs-demo-<id>` node there and removes it after.
 #![forbid(unsafe_code)]
 
+mod leader_scene;
 mod scenes;
 
 use std::time::{Duration, Instant};
@@ -84,7 +86,7 @@ async fn main() {
     let _ = admin.close().await;
     match outcome {
         Ok(Ok(())) => println!(
-            "\nAll four scenes behaved as promised, in {:.1?}.",
+            "\nAll five scenes behaved as promised, in {:.1?}.",
             started.elapsed()
         ),
         Ok(Err(e)) => {

@@ -1,4 +1,4 @@
-//! The four scenes of the demo. Each prints what happens in plain words and checks that it
+//! The first four scenes of the demo (the fifth is in `leader_scene.rs`). Each prints what happens in plain words and checks that it
 //! happened; any surprise ends the demo with an error.
 
 use std::net::SocketAddr;
@@ -13,11 +13,11 @@ use zk_recipes::{FairLock, LockState, LossReason, ReadWriteLock};
 
 use crate::Target;
 
-type Result<T> = std::result::Result<T, String>;
+pub(crate) type Result<T> = std::result::Result<T, String>;
 
-const LIMIT: Duration = Duration::from_secs(30);
+pub(crate) const LIMIT: Duration = Duration::from_secs(30);
 
-fn fail(what: &str, e: impl std::fmt::Display) -> String {
+pub(crate) fn fail(what: &str, e: impl std::fmt::Display) -> String {
     format!("{what}: {e}")
 }
 
@@ -30,7 +30,7 @@ async fn session(connect: &str) -> Result<Client> {
 }
 
 /// Waits until `path` has `n` children.
-async fn wait_queue(client: &Client, path: &str, n: usize) -> Result<()> {
+pub(crate) async fn wait_queue(client: &Client, path: &str, n: usize) -> Result<()> {
     let end = Instant::now() + LIMIT;
     loop {
         let len = match client.get_children(path).await {
@@ -53,6 +53,7 @@ pub(crate) async fn run_all(t: &Target) -> Result<()> {
     read_write(t).await?;
     protected_create(t).await?;
     expiry(t).await?;
+    crate::leader_scene::leader_failover(t).await?;
     Ok(())
 }
 
@@ -149,7 +150,7 @@ async fn read_write(t: &Target) -> Result<()> {
     Ok(())
 }
 
-async fn first_host(t: &Target) -> Result<SocketAddr> {
+pub(crate) async fn first_host(t: &Target) -> Result<SocketAddr> {
     let first = t.hosts.split(',').next().unwrap_or_default().to_owned();
     tokio::net::lookup_host(first.clone())
         .await

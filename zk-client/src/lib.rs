@@ -96,8 +96,8 @@
 //!    change leaves through one ordered queue, `session/outbox.rs`.
 //! 4. Back on the caller's task, the operation's future decodes the reply (`zk-proto`).
 //!
-//! Module imports go one way: the public API (`client`, `builder`, `watcher`,
-//! `state_watcher`) on top, `connect` wiring them to `driver`, then `session` and `hosts`
+//! Module imports go one way: `managed` (the [`SessionManager`], which builds clients) above
+//! the public API (`client`, `builder`, `watcher`, `state_watcher`), `connect` wiring them to `driver`, then `session` and `hosts`
 //! (no IO), then `command`, `event`, `state`, `path`, `error`; `zk-proto` at the bottom.
 //!
 //! # Sessions
@@ -118,6 +118,8 @@
 //! client never opens a new session by itself; make a new [`Client`] for that. A resume that
 //! a server answers with another session id also ends the session as `Expired`: the old
 //! session, its ephemeral nodes and its watches are gone, and that is never hidden.
+//! [`SessionManager`] is the opt-in owner that opens a new session (a new [`Client`],
+//! published with a generation number) after an expiry, for recipes that must outlive one.
 //!
 //! **A session given up is closed on the server.** When the client declares the session
 //! expired itself (no server answered for the whole timeout, as during a quorum loss, when
@@ -195,6 +197,7 @@ mod event_queue;
 #[doc(hidden)]
 pub mod fuzzing;
 mod hosts;
+mod managed;
 mod path;
 mod session;
 mod state;
@@ -210,6 +213,10 @@ pub use bytes::Bytes;
 pub use client::{Client, CreateOptions, Op, OpResult, ReadOp, ReadResult, Transaction};
 pub use error::{Error, Result};
 pub use event::{AddWatchMode, EventType, WatchedEvent, WatcherType};
+pub use managed::{
+    ClientWatcher, Generation, SessionManager, DEFAULT_RENEW_ATTEMPTS, DEFAULT_RENEW_BACKOFF,
+    DEFAULT_RENEW_BACKOFF_MAX,
+};
 pub use state::SessionState;
 pub use state_watcher::StateWatcher;
 #[cfg(feature = "tls")]

@@ -15,6 +15,9 @@
 //! - Owner data and [`Participant`]s: nodes carry Curator's default data (the local address)
 //!   or a chosen id, and every lock lists its queue; [`revoke`] and
 //!   [`LockGuard::revocation_requested`] are Curator's cooperative revocation.
+//! - [`LeaderLatch`]: leader election in Curator's `LeaderLatch` layout, re-joining after
+//!   an expiry on a [`zk_client::SessionManager`] (see [`leader`]).
+//! - [`LeaderSelector`]: runs a future while leader (Curator's `LeaderSelector` layout).
 //!
 //! # Holding a lock safely
 //!
@@ -67,6 +70,7 @@
 mod cleanup;
 mod error;
 mod guard;
+pub mod leader;
 pub mod lock;
 mod owner;
 mod retry;
@@ -76,6 +80,7 @@ mod state;
 
 pub use error::{Error, LossReason, Result};
 pub use guard::{LockGuard, Released};
+pub use leader::{LeaderLatch, LeaderSelector, Leadership, LeadershipPolicy, Term};
 pub use lock::{ExclusiveLock, FairLock, Lock, MultiGuard, MultiLock, ReadWriteLock};
 pub use owner::Participant;
 pub use revoke::{revoke, REVOKE_MESSAGE};

@@ -1,0 +1,337 @@
+//! [`SessionManager`]: an opt-in owner of sessions that opens a new one after an expiry.
+//!
+//! A [`Client`] never leaves a terminal state. Long-lived recipes (a leader latch, a group
+//! member) must outlive one session, so this module owns a [`ClientBuilder`], watches the
+//! current client, and after an expiry connects a fresh client from the same builder (with
+//! backoff) and publishes it with the next generation number. The new client shares nothing
+//! with the old one: no request, watch or ephemeral node of the old session is ever re-sent.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, warn};
+
+use crate::builder::ClientBuilder;
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::state::SessionState;
+
+/// Default first pause before connecting again after an expiry.
+pub const DEFAULT_RENEW_BACKOFF: Duration = Duration::from_millis(100);
+/// Default longest pause between two failed renewal attempts.
+pub const DEFAULT_RENEW_BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// Default bound on consecutive failed renewal attempts before the manager gives up.
+pub const DEFAULT_RENEW_ATTEMPTS: u32 = 1_000;
+
+/// One session of a [`SessionManager`]: its client and its generation number (1 for the
+/// first session, then +1 for each renewal).
+#[derive(Debug, Clone)]
+pub struct Generation {
+    /// Counts the sessions the manager opened, starting at 1.
+    pub number: u64,
+    /// The client of that session.
+    pub client: Client,
+}
+
+/// What the manager publishes: the current generation, and why it ended once it did.
+#[derive(Debug, Clone)]
+struct Published {
+    generation: Generation,
+    ended: Option<Error>,
+}
+
+/// Owns a session and replaces it after it expires: each new session is a new [`Client`],
+/// published with a generation number to everyone who [`subscribe`](Self::subscribe)d.
+///
+/// **What renews.** Only [`SessionState::Expired`] (the server expired the session, or the
+/// client gave it up after no server answered for the whole timeout) starts a new session.
+/// [`SessionState::AuthFailed`] ends the manager (the same credentials would fail again),
+/// and so does [`SessionState::Closed`] (someone closed the client: that is taken as the
+/// owner's intent). An ended manager publishes no more clients; its subscribers see
+/// [`ClientWatcher::changed`] return the error.
+///
+/// **What is never carried over.** A new session starts empty: watches, pending calls and
+/// ephemeral nodes of the old one are gone, locks held on it stay lost
+/// (`zk_recipes::LockState::Lost`), and nothing is re-sent. Recipes that outlive a session
+/// (the leader latch) re-join on the new client by themselves. A builder configured with
+/// [`ClientBuilder::session`] resumes that session for the first generation only; renewals
+/// open new sessions.
+///
+/// **Backoff.** After an expiry the manager connects again after
+/// [`DEFAULT_RENEW_BACKOFF`], doubling the pause (with up to 50 % jitter) after each failed
+/// attempt up to [`DEFAULT_RENEW_BACKOFF_MAX`], and gives up after
+/// [`DEFAULT_RENEW_ATTEMPTS`] consecutive failures (about 80 minutes), ending with the last
+/// error. [`SessionManager::with_backoff`] changes these.
+///
+/// ```no_run
+/// # async fn f() -> zk_client::Result<()> {
+/// use zk_client::{Client, SessionManager};
+/// let manager = SessionManager::connect(Client::builder("127.0.0.1:2181/app")).await?;
+/// let mut clients = manager.subscribe();
+/// tokio::spawn(async move {
+///     while let Ok(generation) = clients.changed().await {
+///         println!("session {} is {:#x}", generation.number, generation.client.session_id());
+///     }
+/// });
+/// manager.client().create("/hello", b"", &zk_client::CreateOptions::ephemeral()).await?;
+/// manager.close().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct SessionManager {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    published: watch::Receiver<Published>,
+    stop: CancellationToken,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // The last handle is gone: stop renewing (the current client closes when its own
+        // last handle is dropped).
+        self.stop.cancel();
+    }
+}
+
+/// How the manager retries after an expiry.
+#[derive(Debug, Clone, Copy)]
+struct Backoff {
+    first: Duration,
+    max: Duration,
+    attempts: u32,
+}
+
+impl SessionManager {
+    /// Connects the first session from `builder` and starts watching it.
+    ///
+    /// # Errors
+    ///
+    /// Whatever [`ClientBuilder::connect`] fails with for the first session (no renewal is
+    /// attempted before one session existed).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before it completes leaves nothing running: the client being
+    /// connected is dropped, and closes the session it may have opened (as
+    /// [`ClientBuilder::connect`]). A renewal cut short by [`close`](Self::close) does the
+    /// same.
+    pub async fn connect(builder: ClientBuilder) -> Result<SessionManager> {
+        Self::with_backoff(
+            builder,
+            DEFAULT_RENEW_BACKOFF,
+            DEFAULT_RENEW_BACKOFF_MAX,
+            DEFAULT_RENEW_ATTEMPTS,
+        )
+        .await
+    }
+
+    /// As [`connect`](Self::connect), with the renewal backoff: the first pause, the
+    /// longest pause, and the number of consecutive failed attempts before giving up.
+    ///
+    /// # Errors
+    ///
+    /// As [`connect`](Self::connect).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`connect`](Self::connect).
+    pub async fn with_backoff(
+        builder: ClientBuilder,
+        first: Duration,
+        max: Duration,
+        attempts: u32,
+    ) -> Result<SessionManager> {
+        let client = builder.clone().connect().await?;
+        let first_gen = Generation { number: 1, client };
+        let (tx, rx) = watch::channel(Published {
+            generation: first_gen.clone(),
+            ended: None,
+        });
+        let stop = CancellationToken::new();
+        let backoff = Backoff {
+            first,
+            max: max.max(first),
+            attempts: attempts.max(1),
+        };
+        // Renewals open new sessions: never resume the first one's id again.
+        let mut renew_builder = builder;
+        renew_builder.resume = None;
+        tokio::spawn(supervise(
+            renew_builder,
+            backoff,
+            first_gen,
+            tx,
+            stop.clone(),
+        ));
+        Ok(SessionManager {
+            inner: Arc::new(Inner {
+                published: rx,
+                stop,
+            }),
+        })
+    }
+
+    /// The current generation's client. After an expiry this is the expired client until
+    /// the new session is established; use [`subscribe`](Self::subscribe) to learn when.
+    pub fn client(&self) -> Client {
+        self.current().client
+    }
+
+    /// The current generation (the last one published, even once the manager ended).
+    pub fn current(&self) -> Generation {
+        self.inner.published.borrow().generation.clone()
+    }
+
+    /// Whether the manager ended (closed, auth failure, or renewal given up), and why.
+    pub fn ended(&self) -> Option<Error> {
+        self.inner.published.borrow().ended.clone()
+    }
+
+    /// Follows the published generations, starting after the current one.
+    pub fn subscribe(&self) -> ClientWatcher {
+        let mut rx = self.inner.published.clone();
+        rx.mark_unchanged();
+        ClientWatcher {
+            rx,
+            last: self.current(),
+        }
+    }
+
+    /// Stops renewing and closes the current client.
+    ///
+    /// # Errors
+    ///
+    /// What [`Client::close`] returns for the current client.
+    ///
+    /// # Cancel safety
+    ///
+    /// The manager stops as soon as this is called; dropping the future may leave the
+    /// client's `closeSession` unanswered (the session then closes when its last handle
+    /// is dropped, or expires).
+    pub async fn close(&self) -> Result<()> {
+        self.inner.stop.cancel();
+        let client = self.client();
+        client.close().await
+    }
+}
+
+/// Follows a [`SessionManager`]'s generations. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct ClientWatcher {
+    rx: watch::Receiver<Published>,
+    last: Generation,
+}
+
+impl ClientWatcher {
+    /// The last generation this watcher returned (or the current one when it was made).
+    pub fn current(&self) -> &Generation {
+        &self.last
+    }
+
+    /// Waits for the next generation (a new session after an expiry) and returns it.
+    ///
+    /// # Errors
+    ///
+    /// The reason the manager ended: [`Error::Closed`] after [`SessionManager::close`] or
+    /// when every manager handle is dropped, [`Error::AuthFailed`], or the last connect
+    /// error when renewal gave up. Returned again on every later call.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a generation is consumed only when this returns it.
+    pub async fn changed(&mut self) -> Result<Generation> {
+        loop {
+            {
+                let published = self.rx.borrow_and_update();
+                if let Some(e) = &published.ended {
+                    return Err(e.clone());
+                }
+                if published.generation.number != self.last.number {
+                    self.last = published.generation.clone();
+                    return Ok(self.last.clone());
+                }
+            }
+            if self.rx.changed().await.is_err() {
+                return Err(Error::Closed);
+            }
+        }
+    }
+}
+
+/// Watches each generation's client and replaces it after an expiry, until stopped.
+async fn supervise(
+    builder: ClientBuilder,
+    backoff: Backoff,
+    mut current: Generation,
+    tx: watch::Sender<Published>,
+    stop: CancellationToken,
+) {
+    let ended = loop {
+        let mut states = current.client.state_watcher();
+        let end = tokio::select! {
+            _ = stop.cancelled() => break Error::Closed,
+            end = states.wait_for(SessionState::is_terminal) => end,
+        };
+        if end != SessionState::Expired {
+            debug!(state = ?end, "session ended for good; the manager stops");
+            break end.terminal_error().unwrap_or(Error::Closed);
+        }
+        debug!(
+            session = current.client.session_id(),
+            "session expired; opening a new one"
+        );
+        let client = tokio::select! {
+            _ = stop.cancelled() => break Error::Closed,
+            renewed = renew(&builder, backoff) => match renewed {
+                Ok(client) => client,
+                Err(e) => break e,
+            },
+        };
+        current = Generation {
+            number: current.number + 1,
+            client,
+        };
+        debug!(
+            generation = current.number,
+            session = current.client.session_id(),
+            "new session published"
+        );
+        tx.send_replace(Published {
+            generation: current.clone(),
+            ended: None,
+        });
+    };
+    tx.send_modify(|p| p.ended = Some(ended));
+}
+
+/// Connects a new session, retrying with backoff.
+async fn renew(builder: &ClientBuilder, backoff: Backoff) -> Result<Client> {
+    let mut pause = backoff.first;
+    let mut last = Error::ConnectionLoss;
+    for attempt in 0..backoff.attempts {
+        tokio::time::sleep(jittered(pause)).await;
+        match builder.clone().connect().await {
+            Ok(client) => return Ok(client),
+            // Bad credentials do not get better by retrying.
+            Err(Error::AuthFailed) => return Err(Error::AuthFailed),
+            Err(e) => {
+                warn!(attempt, error = %e, "could not open a new session; retrying");
+                last = e;
+            }
+        }
+        pause = (pause * 2).min(backoff.max);
+    }
+    Err(last)
+}
+
+/// `pause` plus up to half of it again, so that many managers do not reconnect in step.
+fn jittered(pause: Duration) -> Duration {
+    use rand::Rng;
+    let extra = rand::thread_rng().gen_range(0.0..0.5);
+    pause + pause.mul_f64(extra)
+}

@@ -1,0 +1,262 @@
+//! The latch's election on one session: protected create of our node, then either lead
+//! (first node, owned by our session) or watch our predecessor only.
+//!
+//! ```text
+//! create _c_<guid>-latch- (data = id) ─ lost reply: list, find the guid, check the owner
+//!   ▼
+//! list, sort ─ we are gone ─────────────────────────────▶ create a new node (CURATOR-724)
+//!   ├─ first: getData+watch own node, owner == our session ─▶ Leader(term) until deleted,
+//!   │        suspended (Standard policy: Follower, re-check on reconnect) or session end
+//!   └─ else: getData+watch the predecessor, wait, list again
+//! ```
+
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::watch;
+use tracing::debug;
+use uuid::Uuid;
+use zk_client::{Client, CreateMode, CreateOptions, EventType, SessionState, Stat, Watcher};
+
+use super::participants::queue;
+use super::{Leadership, LeadershipPolicy, Term};
+use crate::cleanup::find_own;
+use crate::error::{Error, LossReason, Result};
+use crate::lock::naming;
+use crate::lock::support::ensure_containers;
+use crate::retry::{retry_after, wait_connected, MAX_TURNS};
+
+/// Curator's `LeaderLatch.LOCK_NAME`.
+pub(crate) const LATCH_NAME: &str = "latch-";
+/// Curator's `InterProcessMutex` lock name, which `LeaderSelector` uses.
+pub(crate) const MUTEX_NAME: &str = crate::lock::naming::MUTEX_LOCK_NAME;
+
+/// Why an election on one session stopped.
+#[derive(Debug)]
+pub(crate) enum Ended {
+    /// The session ended: re-join on the next one.
+    SessionEnded,
+}
+
+/// What the latch's task shares with the election on each session.
+pub(crate) struct Ctx {
+    pub(crate) base: String,
+    /// The name inside each node's name: `latch-` for the latch, `lock-` for the selector
+    /// (Curator's mutex layout; the mutex's holder is the same first node).
+    pub(crate) lock_name: &'static str,
+    pub(crate) id: String,
+    pub(crate) policy: LeadershipPolicy,
+    pub(crate) state: watch::Sender<Leadership>,
+    /// The node (or the guid of a create in flight) of the current session, for the
+    /// cleanup on close.
+    pub(crate) own: Arc<Mutex<Option<(Client, Uuid)>>>,
+    pub(crate) terms: std::sync::atomic::AtomicU64,
+}
+
+impl Ctx {
+    /// Publishes leadership of `node`, starting a term unless one of the same node runs.
+    fn claim(&self, client: &Client, node: &str, stat: &Stat) {
+        self.state.send_if_modified(|state| {
+            if matches!(state, Leadership::Leader(t) if t.node == node) {
+                return false;
+            }
+            let number = 1 + self.terms.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            *state = Leadership::Leader(Term {
+                number,
+                fencing_token: stat.czxid,
+                node: node.to_owned(),
+                session_id: client.session_id(),
+            });
+            debug!(node, number, "leadership taken");
+            true
+        });
+    }
+
+    /// Ends the current term, if any.
+    pub(crate) fn step_down(&self) {
+        self.state.send_if_modified(|state| {
+            if state.is_leader() {
+                *state = Leadership::Follower;
+                true
+            } else {
+                false
+            }
+        });
+    }
+}
+
+/// Runs the election on `client` until its session ends. Errors other than the session's
+/// end are returned (the caller retries after a pause).
+pub(crate) async fn elect(ctx: &Ctx, client: &Client) -> Result<Ended> {
+    match elect_inner(ctx, client).await {
+        Err(e) if is_session_end(&e) => Ok(Ended::SessionEnded),
+        other => other,
+    }
+}
+
+fn is_session_end(e: &Error) -> bool {
+    match e {
+        Error::LockLost(LossReason::SessionEnded) => true,
+        Error::Client(e) => e.is_terminal(),
+        _ => false,
+    }
+}
+
+async fn elect_inner(ctx: &Ctx, client: &Client) -> Result<Ended> {
+    for _ in 0..MAX_TURNS {
+        if client.state().is_terminal() {
+            return Ok(Ended::SessionEnded);
+        }
+        let guid = Uuid::new_v4();
+        if let Ok(mut own) = ctx.own.lock() {
+            *own = Some((client.clone(), guid));
+        }
+        let name = create_protected(ctx, client, &guid).await?;
+        // Our node is gone (deleted by someone, CURATOR-724): join again with a new one.
+        follow(ctx, client, &name).await?;
+        ctx.step_down();
+    }
+    Err(Error::Timeout)
+}
+
+/// Creates `_c_<guid>-latch-<seq>` with our id as data, finding it again by its guid after
+/// a lost reply. Returns the node's name.
+async fn create_protected(ctx: &Ctx, client: &Client, guid: &Uuid) -> Result<String> {
+    let path = format!(
+        "{}/{}",
+        ctx.base,
+        naming::protected_node_name(guid, ctx.lock_name)
+    );
+    let options = CreateOptions::new(CreateMode::EphemeralSequential);
+    for _ in 0..MAX_TURNS {
+        match client.create(&path, ctx.id.as_bytes(), &options).await {
+            Ok((created, _)) => return Ok(last_segment(&created).to_owned()),
+            Err(zk_client::Error::NoNode) => ensure_containers(client, &ctx.base).await?,
+            Err(e) if e.is_connection_loss() => {
+                wait_connected(client).await?;
+                if let Some(found) = find_own(client, &ctx.base, guid).await? {
+                    let full = format!("{}/{found}", ctx.base);
+                    match client.exists(&full).await {
+                        Ok(Some(stat)) if stat.ephemeral_owner == client.session_id() => {
+                            debug!(node = %full, "recovered our latch node after a lost reply");
+                            return Ok(found);
+                        }
+                        // Another session's: ours ended, the node goes with it.
+                        Ok(_) => return Err(Error::LockLost(LossReason::SessionEnded)),
+                        Err(e) if e.is_connection_loss() => continue,
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(Error::Client(zk_client::Error::ConnectionLoss))
+}
+
+/// Follows the queue until our node is gone (returns `Ok`) or the session ends (an error).
+async fn follow(ctx: &Ctx, client: &Client, ours: &str) -> Result<()> {
+    for _ in 0..MAX_TURNS {
+        let nodes = queue(client, &ctx.base, ctx.lock_name).await?;
+        let Some(index) = nodes.iter().position(|n| n == ours) else {
+            return Ok(());
+        };
+        let Some(previous) = index.checked_sub(1).and_then(|i| nodes.get(i)) else {
+            if !lead(ctx, client, ours).await? {
+                return Ok(());
+            }
+            continue;
+        };
+        // getData, not exists: it leaves no watch behind on a node that is already gone.
+        let path = format!("{}/{previous}", ctx.base);
+        match client.get_data_watch(&path).await {
+            Ok((_, _, watcher)) => {
+                debug!(%path, "watching our predecessor");
+                wait_event(client, watcher).await?;
+            }
+            Err(zk_client::Error::NoNode) => {}
+            Err(e) => retry_after(client, e).await?,
+        }
+    }
+    Err(Error::Timeout)
+}
+
+/// Waits for a predecessor's watch to fire (any event: the caller lists again).
+async fn wait_event(client: &Client, watcher: Watcher) -> Result<()> {
+    match watcher.await {
+        Ok(_) => Ok(()),
+        Err(e) => retry_after(client, e).await,
+    }
+}
+
+/// We are first: confirm the node is our session's (CURATOR-696) and lead until it is
+/// deleted, the session ends, or (Standard policy) the connection is lost and comes back.
+/// Returns `false` when our node is gone, `true` to look at the queue again.
+async fn lead(ctx: &Ctx, client: &Client, ours: &str) -> Result<bool> {
+    let path = format!("{}/{ours}", ctx.base);
+    let mut states = client.state_watcher();
+    let (stat, mut watcher) = match client.get_data_watch(&path).await {
+        Ok((_, stat, watcher)) => (stat, watcher),
+        Err(zk_client::Error::NoNode) => return Ok(false),
+        Err(e) if e.is_connection_loss() => {
+            wait_connected(client).await?;
+            return Ok(true);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if stat.ephemeral_owner != client.session_id() {
+        return Err(Error::LockLost(LossReason::SessionEnded));
+    }
+    if ctx.policy == LeadershipPolicy::Standard && states.current() != SessionState::Connected {
+        // Suspended (or on a read-only server): lead only once connected read/write again.
+        states.wait_for(|s| s == SessionState::Connected).await;
+        return Ok(true);
+    }
+    ctx.claim(client, &path, &stat);
+    for _ in 0..MAX_TURNS {
+        tokio::select! {
+            event = &mut watcher => match event {
+                Ok(e) if e.event_type == EventType::NodeDeleted => {
+                    ctx.step_down();
+                    return Ok(false);
+                }
+                // Data changed (someone wrote to our node): watch again.
+                Ok(_) => return Ok(true),
+                Err(e) if e.is_terminal() => {
+                    ctx.step_down();
+                    return Err(e.into());
+                }
+                Err(_) => return Ok(true),
+            },
+            state = states.changed() => {
+                if let Some(again) = on_state(ctx, state) {
+                    return again;
+                }
+            }
+        }
+    }
+    Err(Error::Timeout)
+}
+
+/// A leader's reaction to a session state change: `Some` ends the current `lead`.
+fn on_state(ctx: &Ctx, state: SessionState) -> Option<Result<bool>> {
+    if state.is_terminal() {
+        ctx.step_down();
+        return Some(Err(Error::LockLost(LossReason::SessionEnded)));
+    }
+    match (ctx.policy, state) {
+        (LeadershipPolicy::Standard, SessionState::Connected) => {
+            // Back from a suspension: look at the queue again before leading again.
+            Some(Ok(true))
+        }
+        (LeadershipPolicy::Standard, _) => {
+            debug!(?state, "connection lost: leadership suspended");
+            ctx.step_down();
+            None
+        }
+        _ => None,
+    }
+}
+
+fn last_segment(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}

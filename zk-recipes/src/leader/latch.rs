@@ -1,0 +1,300 @@
+//! [`LeaderLatch`]: Curator's leader latch, re-joining on each new session.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, warn};
+use zk_client::{Client, ClientWatcher, SessionManager};
+
+use super::election::{elect, Ctx, Ended, LATCH_NAME};
+use super::participants::{participants, Participant};
+use super::{Leadership, LeadershipPolicy, Term};
+use crate::cleanup::{delete_guaranteed, find_own};
+use crate::error::{Error, Result};
+use crate::lock::support::check_base;
+
+/// Pause before retrying the election after an unexpected server error.
+const RETRY_PAUSE: Duration = Duration::from_millis(500);
+/// Bound on the sessions (and error retries) one latch goes through.
+const MAX_ROUNDS: usize = 1_000_000;
+
+/// A leader latch: every participant adds a node under one path; the first node's owner
+/// leads until it closes, its session ends, or (by default) its connection is lost.
+///
+/// Nodes are `<path>/_c_<uuid>-latch-<seq>` (ephemeral sequential, parents created as
+/// containers) with the participant id as data: the layout of Curator's `LeaderLatch`, so
+/// Java and Rust participants on one path elect one leader between them, and Curator's
+/// `getLeader().getId()` names a Rust leader's id. A participant leads when its node is
+/// first AND the node's `ephemeralOwner` is its session (CURATOR-696). Each participant
+/// watches only its predecessor, so a leader change wakes one participant.
+///
+/// The latch runs in a background task on a [`SessionManager`]: after an expiry it steps
+/// down (nothing is carried over) and joins again on the manager's next session, with a
+/// new node at the end of the queue.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use zk_client::{Client, SessionManager};
+/// use zk_recipes::leader::{LeaderLatch, LeadershipPolicy};
+///
+/// let manager = SessionManager::connect(Client::builder("127.0.0.1:2181")).await?;
+/// let latch = LeaderLatch::start(&manager, "/election/reports", "worker-1", LeadershipPolicy::Standard)?;
+/// let term = latch.await_leadership(Some(Duration::from_secs(30))).await?;
+/// println!("leading, fencing token {}", term.fencing_token);
+/// let mut changes = latch.watch();
+/// while changes.changed().await.is_ok() && changes.borrow().is_leader() {}
+/// println!("leadership lost");
+/// latch.close().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct LeaderLatch {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    base: String,
+    lock_name: &'static str,
+    id: String,
+    manager: SessionManager,
+    state: watch::Receiver<Leadership>,
+    stop: CancellationToken,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // The task removes our node and ends.
+        self.stop.cancel();
+    }
+}
+
+impl LeaderLatch {
+    /// Joins the election on `path` as participant `id` and returns at once; the election
+    /// runs in the background (watch it with [`watch`](Self::watch)).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`] for a path that is not absolute, is the root, or ends with `/`.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime (the election runs in a spawned task), as `tokio::spawn`.
+    pub fn start(
+        manager: &SessionManager,
+        path: &str,
+        id: &str,
+        policy: LeadershipPolicy,
+    ) -> Result<LeaderLatch> {
+        Self::start_named(manager, path, id, policy, LATCH_NAME)
+    }
+
+    /// A latch whose nodes are named `_c_<uuid>-<lock_name><seq>`.
+    pub(crate) fn start_named(
+        manager: &SessionManager,
+        path: &str,
+        id: &str,
+        policy: LeadershipPolicy,
+        lock_name: &'static str,
+    ) -> Result<LeaderLatch> {
+        let base = check_base(path)?;
+        let (tx, rx) = watch::channel(Leadership::Follower);
+        let ctx = Ctx {
+            base: base.clone(),
+            lock_name,
+            id: id.to_owned(),
+            policy,
+            state: tx,
+            own: Arc::new(Mutex::new(None)),
+            terms: AtomicU64::new(0),
+        };
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(run(ctx, manager.subscribe(), stop.clone()));
+        Ok(LeaderLatch {
+            inner: Arc::new(Inner {
+                base,
+                lock_name,
+                id: id.to_owned(),
+                manager: manager.clone(),
+                state: rx,
+                stop,
+                task: Mutex::new(Some(task)),
+            }),
+        })
+    }
+
+    /// The election path.
+    pub fn path(&self) -> &str {
+        &self.inner.base
+    }
+
+    /// Our participant id.
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// Whether we lead now (as last observed: see [`LeadershipPolicy`]).
+    pub fn is_leader(&self) -> bool {
+        self.inner.state.borrow().is_leader()
+    }
+
+    /// Our leadership now.
+    pub fn leadership(&self) -> Leadership {
+        self.inner.state.borrow().clone()
+    }
+
+    /// Follows our leadership: each change (term start, term end, close) is published; a
+    /// receiver that looks later sees the latest (a new term has a new
+    /// [`Term::number`], so a term that ended and another that began in between are noticed).
+    pub fn watch(&self) -> watch::Receiver<Leadership> {
+        self.inner.state.clone()
+    }
+
+    /// Waits until we lead and returns the term.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Timeout`] when `timeout` passes first; [`Error::Client`]`(Closed)` when the
+    /// latch is (or gets) closed or its session manager ended.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only observes.
+    pub async fn await_leadership(&self, timeout: Option<Duration>) -> Result<Term> {
+        let mut rx = self.inner.state.clone();
+        let wait = async move {
+            let state = rx
+                .wait_for(|s| s.is_leader() || *s == Leadership::Closed)
+                .await
+                .map_err(|_| Error::Client(zk_client::Error::Closed))?;
+            match &*state {
+                Leadership::Leader(term) => Ok(term.clone()),
+                _ => Err(Error::Client(zk_client::Error::Closed)),
+            }
+        };
+        match timeout {
+            None => wait.await,
+            Some(t) => tokio::time::timeout(t, wait)
+                .await
+                .unwrap_or(Err(Error::Timeout)),
+        }
+    }
+
+    /// Every participant in election order, ids read from the nodes (Curator's
+    /// `getParticipants`); the first is the leader.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Client`] for ZooKeeper failures (connection losses are waited out), and
+    /// `LockLost(SessionEnded)` when the current session ended.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    pub async fn participants(&self) -> Result<Vec<Participant>> {
+        participants(&self.client(), &self.inner.base, self.inner.lock_name).await
+    }
+
+    /// The leader (the first participant), if any (Curator's `getLeader`).
+    ///
+    /// # Errors
+    ///
+    /// As [`participants`](Self::participants).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    pub async fn leader(&self) -> Result<Option<Participant>> {
+        Ok(self.participants().await?.into_iter().next())
+    }
+
+    /// Leaves the election: steps down, removes our node, and waits for the background
+    /// task to end. Later calls return at once.
+    ///
+    /// # Errors
+    ///
+    /// None so far (the node's removal retries through connection losses, and a session
+    /// that ended took the node already); the signature leaves room.
+    ///
+    /// # Cancel safety
+    ///
+    /// The latch stops as soon as this is called; dropping the future leaves the node's
+    /// removal to the background task.
+    pub async fn close(&self) -> Result<()> {
+        self.inner.stop.cancel();
+        let task = self.inner.task.lock().ok().and_then(|mut t| t.take());
+        if let Some(task) = task {
+            if let Err(e) = task.await {
+                warn!(error = %e, "leader latch task failed");
+            }
+        }
+        Ok(())
+    }
+
+    fn client(&self) -> Client {
+        self.inner.manager.client()
+    }
+}
+
+/// The latch's task: the election on each session the manager publishes, until stopped.
+async fn run(ctx: Ctx, mut clients: ClientWatcher, stop: CancellationToken) {
+    let mut client = clients.current().client.clone();
+    for _ in 0..MAX_ROUNDS {
+        let ended = tokio::select! {
+            _ = stop.cancelled() => break,
+            ended = elect(&ctx, &client) => ended,
+        };
+        ctx.step_down();
+        match ended {
+            Ok(Ended::SessionEnded) => {
+                debug!(base = %ctx.base, "session ended; waiting for the next one");
+                let next = tokio::select! {
+                    _ = stop.cancelled() => break,
+                    next = clients.changed() => next,
+                };
+                match next {
+                    Ok(generation) => client = generation.client,
+                    Err(_) => break,
+                }
+            }
+            Err(e) => {
+                warn!(base = %ctx.base, error = %e, "election failed; retrying");
+                tokio::select! {
+                    _ = stop.cancelled() => break,
+                    _ = tokio::time::sleep(RETRY_PAUSE) => {}
+                }
+            }
+        }
+    }
+    ctx.step_down();
+    remove_own(&ctx).await;
+    ctx.state.send_replace(Leadership::Closed);
+}
+
+/// Removes the node of the current session, found by its guid (requests are ordered at
+/// call time, so the listing follows any create sent).
+async fn remove_own(ctx: &Ctx) {
+    let own = ctx.own.lock().ok().and_then(|mut o| o.take());
+    let Some((client, guid)) = own else { return };
+    if client.state().is_terminal() {
+        return;
+    }
+    let result = async {
+        if let Some(name) = find_own(&client, &ctx.base, &guid).await? {
+            delete_guaranteed(&client, &format!("{}/{name}", ctx.base), None).await?;
+        }
+        Ok::<_, Error>(())
+    }
+    .await;
+    if let Err(e) = result {
+        warn!(base = %ctx.base, error = %e, "could not remove our latch node");
+    }
+}

@@ -1,0 +1,258 @@
+//! [`LeaderSelector`]: runs the caller's work while leader, in Curator's mutex layout.
+
+use std::future::Future;
+use std::sync::Mutex;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, warn};
+use zk_client::{Client, SessionManager};
+
+use super::election::MUTEX_NAME;
+use super::latch::LeaderLatch;
+use super::participants::{participants, Participant};
+use super::{Leadership, LeadershipPolicy, Term};
+use crate::error::{Error, Result};
+use crate::lock::support::check_base;
+
+/// Bound on the terms one selector runs.
+const MAX_TERMS: u64 = 1_000_000;
+
+/// Runs a future while this participant leads; drops it (cancelling it) the moment
+/// leadership is lost; optionally queues again afterwards (Curator's `autoRequeue`).
+///
+/// The election is Curator's `LeaderSelector`: an `InterProcessMutex` on the path, nodes
+/// `<path>/_c_<uuid>-lock-<seq>` with the participant id as data, so Java selectors and Rust
+/// selectors on one path take turns, and `getParticipants()` on either side lists both.
+/// Leadership is held while the work runs: when the work returns, our node is deleted and
+/// the next participant leads (each waiter watches only its predecessor). With
+/// `auto_requeue`, we then queue again at the end.
+///
+/// Leadership ends, and the work is dropped, when our node is deleted, the session ends, or
+/// (with [`LeadershipPolicy::Standard`], Curator's default) the connection is lost. Work
+/// that touches other systems should check [`Term::fencing_token`] there. After an expiry
+/// the selector (with `auto_requeue`) queues again on the manager's next session.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use zk_client::{Client, SessionManager};
+/// use zk_recipes::leader::{LeaderSelector, LeadershipPolicy};
+///
+/// let manager = SessionManager::connect(Client::builder("127.0.0.1:2181")).await?;
+/// let selector = LeaderSelector::start(
+///     &manager,
+///     "/election/compactor",
+///     "node-7",
+///     LeadershipPolicy::Standard,
+///     true,
+///     |client, term| async move {
+///         println!("leading with token {}", term.fencing_token);
+///         // ... work; dropped if leadership is lost ...
+///         let _ = client.sync("/").await;
+///     },
+/// )?;
+/// # selector.close().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct LeaderSelector {
+    base: String,
+    manager: SessionManager,
+    state: watch::Receiver<Leadership>,
+    stop: CancellationToken,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for LeaderSelector {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+impl LeaderSelector {
+    /// Joins the election on `path` as `id` and returns at once. Each time we lead,
+    /// `work(client, term)` runs (with the client of the session that leads); when it
+    /// returns, we give leadership up, and queue again if `auto_requeue`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`] for a path that is not absolute, is the root, or ends with `/`.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime (the election runs in a spawned task), as `tokio::spawn`.
+    pub fn start<F, Fut>(
+        manager: &SessionManager,
+        path: &str,
+        id: &str,
+        policy: LeadershipPolicy,
+        auto_requeue: bool,
+        work: F,
+    ) -> Result<LeaderSelector>
+    where
+        F: FnMut(Client, Term) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let base = check_base(path)?;
+        let (tx, rx) = watch::channel(Leadership::Follower);
+        let stop = CancellationToken::new();
+        let turn = Turn {
+            manager: manager.clone(),
+            base: base.clone(),
+            id: id.to_owned(),
+            policy,
+        };
+        let task = tokio::spawn(run(turn, auto_requeue, work, tx, stop.clone()));
+        Ok(LeaderSelector {
+            base,
+            manager: manager.clone(),
+            state: rx,
+            stop,
+            task: Mutex::new(Some(task)),
+        })
+    }
+
+    /// Whether our work runs now (we lead).
+    pub fn is_leader(&self) -> bool {
+        self.state.borrow().is_leader()
+    }
+
+    /// Follows our leadership: `Leader(term)` while the work runs, `Follower` between
+    /// terms, `Closed` once the selector stopped (closed, or done without re-queue).
+    pub fn watch(&self) -> watch::Receiver<Leadership> {
+        self.state.clone()
+    }
+
+    /// Every participant in queue order (Curator's `getParticipants`); the first leads.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Client`] for ZooKeeper failures (connection losses are waited out).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    pub async fn participants(&self) -> Result<Vec<Participant>> {
+        participants(&self.manager.client(), &self.base, MUTEX_NAME).await
+    }
+
+    /// Waits until the selector stops by itself (the work returned and `auto_requeue` is
+    /// off, or the session manager ended).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only observes.
+    pub async fn finished(&self) {
+        let mut rx = self.state.clone();
+        let _ = rx.wait_for(|s| *s == Leadership::Closed).await;
+    }
+
+    /// Stops: drops the work if it runs, leaves the election (our node is deleted), and
+    /// waits for that.
+    ///
+    /// # Errors
+    ///
+    /// None so far; the signature leaves room.
+    ///
+    /// # Cancel safety
+    ///
+    /// The selector stops as soon as this is called; dropping the future leaves the node's
+    /// removal to the background task.
+    pub async fn close(&self) -> Result<()> {
+        self.stop.cancel();
+        let task = self.task.lock().ok().and_then(|mut t| t.take());
+        if let Some(task) = task {
+            if let Err(e) = task.await {
+                warn!(error = %e, "leader selector task failed");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What each turn in the queue needs.
+struct Turn {
+    manager: SessionManager,
+    base: String,
+    id: String,
+    policy: LeadershipPolicy,
+}
+
+/// The selector's task: queue, lead while the work runs, leave, and maybe queue again.
+async fn run<F, Fut>(
+    turn: Turn,
+    auto_requeue: bool,
+    mut work: F,
+    state: watch::Sender<Leadership>,
+    stop: CancellationToken,
+) where
+    F: FnMut(Client, Term) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    for number in 1..=MAX_TERMS {
+        let result = one_term(&turn, number, &mut work, &state, &stop).await;
+        state.send_replace(Leadership::Follower);
+        match result {
+            Ok(true) if auto_requeue && !stop.is_cancelled() => continue,
+            Ok(_) => break,
+            Err(e) => {
+                warn!(base = %turn.base, error = %e, "leader selector stops");
+                break;
+            }
+        }
+    }
+    state.send_replace(Leadership::Closed);
+}
+
+/// Queues once, runs the work while leading, leaves. `Ok(true)` when the turn ended
+/// normally (the work returned or leadership was lost), `Ok(false)` when stopped.
+async fn one_term<F, Fut>(
+    turn: &Turn,
+    number: u64,
+    work: &mut F,
+    state: &watch::Sender<Leadership>,
+    stop: &CancellationToken,
+) -> Result<bool>
+where
+    F: FnMut(Client, Term) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let latch =
+        LeaderLatch::start_named(&turn.manager, &turn.base, &turn.id, turn.policy, MUTEX_NAME)?;
+    let outcome = async {
+        let latch_term = tokio::select! {
+            _ = stop.cancelled() => return Ok::<bool, Error>(false),
+            term = latch.await_leadership(None) => term?,
+        };
+        let latch_number = latch_term.number;
+        let term = Term {
+            number,
+            ..latch_term
+        };
+        let client = turn.manager.client();
+        if client.session_id() != term.session_id {
+            // The manager has moved on to a new session since: this term is already over.
+            return Ok(true);
+        }
+        state.send_replace(Leadership::Leader(term.clone()));
+        debug!(base = %turn.base, number, "leading: work starts");
+        let mut leadership = latch.watch();
+        tokio::select! {
+            _ = stop.cancelled() => Ok(false),
+            () = work(client, term) => Ok(true),
+            // Any change of the latch's term ends ours (a new term after a suspension too).
+            _ = leadership.wait_for(|s| s.term().map(|t| t.number) != Some(latch_number)) => {
+                debug!(base = %turn.base, number, "leadership lost: work dropped");
+                Ok(true)
+            }
+        }
+    }
+    .await;
+    // The work is dropped (or done) before our node goes: no overlap with the next leader.
+    state.send_replace(Leadership::Follower);
+    latch.close().await?;
+    outcome
+}

@@ -2,7 +2,8 @@
 # Runs every test of the workspace, on a fresh Debian machine too:
 #   bash scripts/test.sh [extra cargo test args...]   (e.g. `-p integration-tests`)
 # Installs what is missing (Debian packages), starts a loopback-only docker daemon (unless
-# ZK_HARNESS=process), builds the local ZooKeeper image, runs `cargo test --workspace "$@"`, and
+# ZK_HARNESS=process), builds the local ZooKeeper image, runs
+# `cargo test --workspace --all-features "$@"` (TLS and SASL included), and
 # always cleans up: the containers of this run, and the daemon if this script started it.
 # Exits with the status of `cargo test`.
 set -euo pipefail
@@ -38,8 +39,9 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 stage=$(now_s)
+# openssl: test certificates (integration_tests::pki); libnetty-java: ZooKeeper's TLS port.
 packages=(zookeeper openjdk-17-jdk-headless libcurator-client-java libcurator-framework-java
-    libcurator-recipes-java python3-kazoo binutils unzip)
+    libcurator-recipes-java python3-kazoo binutils unzip openssl libnetty-java)
 [ "$mode" = docker ] && packages+=(docker.io)
 apt_install "${packages[@]}"
 log "packages ready ($(elapsed "$stage") s)"
@@ -64,10 +66,10 @@ scope=(--workspace)
 for arg in "$@"; do
     case "$arg" in -p | --package | --package=* | -p?*) scope=() ;; --) break ;; esac
 done
-log "cargo test ${scope[*]} $*"
+log "cargo test ${scope[*]} --all-features $*"
 output=$(mktemp)
 set +e
-cargo test "${scope[@]}" "$@" 2>&1 | tee "$output"
+cargo test "${scope[@]}" --all-features "$@" 2>&1 | tee "$output"
 status=${PIPESTATUS[0]}
 set -e
 log "cargo test: exit $status ($(elapsed "$stage") s)"

@@ -13,20 +13,23 @@ pub(crate) const MAX_SESSION_TIMEOUT_MS: u32 = 60_000;
 pub(crate) const JVM_FLAGS: &str = "-Xmx256m -XX:-UsePerfData -Dzookeeper.preAllocSize=1024 \
      -Dzookeeper.extendedTypesEnabled=true -Dreadonlymode.enabled=true";
 
-/// The three ports of one server, all on 127.0.0.1.
+/// The ports of one server, all on 127.0.0.1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Ports {
     pub(crate) client: u16,
     pub(crate) quorum: u16,
     pub(crate) election: u16,
+    /// `secureClientPort`, when [`Settings::secure_client_port`] is set.
+    pub(crate) secure: Option<u16>,
 }
 
 impl Ports {
-    pub(crate) fn pick() -> Ports {
+    pub(crate) fn pick(secure: bool) -> Ports {
         Ports {
             client: free_port(),
             quorum: free_port(),
             election: free_port(),
+            secure: secure.then(free_port),
         }
     }
 }
@@ -43,6 +46,16 @@ pub struct Settings {
     /// ones, so tests of read-only clients need it true. Local sessions are upgraded to global
     /// ones on their first ephemeral create.
     pub local_sessions: bool,
+    /// Also serve TLS on a `secureClientPort` (with the Netty connection factory, which then
+    /// serves the plain client port too). The keystore settings (`ssl.keyStore.location`...)
+    /// go in [`Settings::config_lines`]. Forces the process backend.
+    pub secure_client_port: bool,
+    /// Extra `zoo.cfg` lines (e.g. `ssl.clientAuth=need`, `authProvider.1=...`). Forces the
+    /// process backend (paths in them are host paths).
+    pub config_lines: Vec<String>,
+    /// Extra JVM flags (e.g. `-Djava.security.auth.login.config=/tmp/.../jaas.conf`). Forces
+    /// the process backend.
+    pub jvm_flags: Vec<String>,
 }
 
 impl Settings {
@@ -50,6 +63,30 @@ impl Settings {
     pub fn with_local_sessions(mut self) -> Settings {
         self.local_sessions = true;
         self
+    }
+
+    /// Settings with [`Settings::secure_client_port`] set.
+    pub fn with_secure_client_port(mut self) -> Settings {
+        self.secure_client_port = true;
+        self
+    }
+
+    /// Adds a `zoo.cfg` line (see [`Settings::config_lines`]).
+    pub fn with_config_line(mut self, line: impl Into<String>) -> Settings {
+        self.config_lines.push(line.into());
+        self
+    }
+
+    /// Adds a JVM flag (see [`Settings::jvm_flags`]).
+    pub fn with_jvm_flag(mut self, flag: impl Into<String>) -> Settings {
+        self.jvm_flags.push(flag.into());
+        self
+    }
+
+    /// Whether these settings need local server processes: the docker image's environment
+    /// has no place for them, and their files live on the host.
+    pub(crate) fn needs_process(&self) -> bool {
+        self.secure_client_port || !self.config_lines.is_empty() || !self.jvm_flags.is_empty()
     }
 }
 
@@ -70,6 +107,12 @@ impl NodeSpec {
 
     pub(crate) fn client_addr(&self) -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], self.ports().client))
+    }
+
+    /// The TLS client address, with [`Settings::secure_client_port`].
+    pub(crate) fn secure_addr(&self) -> Option<SocketAddr> {
+        let port = self.ports().secure?;
+        Some(SocketAddr::from(([127, 0, 0, 1], port)))
     }
 
     pub(crate) fn standalone(&self) -> bool {
@@ -96,10 +139,18 @@ impl NodeSpec {
 
     /// Settings beyond the official image's own variables (its `ZOO_CFG_EXTRA`).
     pub(crate) fn extra_lines(&self) -> Vec<String> {
-        vec![
+        let mut lines = vec![
             format!("maxSessionTimeout={MAX_SESSION_TIMEOUT_MS}"),
             format!("localSessionsEnabled={}", self.settings.local_sessions),
-        ]
+        ];
+        if let Some(port) = self.ports().secure {
+            lines.push(format!("secureClientPort={port}"));
+            lines.push(
+                "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory".to_owned(),
+            );
+        }
+        lines.extend(self.settings.config_lines.iter().cloned());
+        lines
     }
 
     /// Environment for an image following the official `zookeeper` image's conventions.
@@ -140,7 +191,9 @@ impl NodeSpec {
 
 /// Specs of an `n`-member cluster with fresh ports.
 pub(crate) fn cluster(n: u32, settings: &Settings) -> Vec<NodeSpec> {
-    let members: Vec<Ports> = (0..n).map(|_| Ports::pick()).collect();
+    let members: Vec<Ports> = (0..n)
+        .map(|_| Ports::pick(settings.secure_client_port))
+        .collect();
     (1..=n)
         .map(|id| NodeSpec {
             id,

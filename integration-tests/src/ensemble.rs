@@ -38,7 +38,7 @@ impl Ensemble {
             n >= 2,
             "an ensemble has at least two members; use Server for one"
         );
-        let flavor = Flavor::from_env();
+        let flavor = Flavor::for_settings(settings);
         let launches = cluster(n, settings).into_iter().map(|spec| {
             let flavor = flavor.clone();
             async move { Node::launch(spec, &flavor).await }
@@ -71,6 +71,12 @@ impl Ensemble {
     /// The client address of member `i`.
     pub fn addr(&self, i: usize) -> SocketAddr {
         self.nodes[i].client_addr()
+    }
+
+    /// The TLS client address of member `i`, for an ensemble launched with
+    /// [`Settings::secure_client_port`](crate::Settings::secure_client_port).
+    pub fn secure_addr(&self, i: usize) -> Option<SocketAddr> {
+        self.nodes[i].secure_addr()
     }
 
     /// Member `i`'s mode now, `None` if it does not answer `srvr` within 1 s or is not serving

@@ -37,8 +37,10 @@ mod ensemble;
 mod node;
 mod process;
 mod runtime;
+mod scratch;
 mod server;
 
+pub mod pki;
 pub mod probe;
 pub mod proxy;
 
@@ -48,6 +50,7 @@ pub use ensemble::{ensemble, Ensemble};
 pub use node::{mode_of, ServerMode, DEFAULT_IMAGE, READY_TIMEOUT};
 pub use probe::expire_session;
 pub use proxy::Proxy;
+pub use scratch::ScratchDir;
 pub use server::{fresh_standalone, standalone, Server};
 
 /// Something clients can connect to: a [`Server`], an [`Ensemble`] or a [`Proxy`].

@@ -104,6 +104,16 @@ pub(crate) enum Flavor {
 pub const DEFAULT_IMAGE: &str = "zk-local:3.8.0";
 
 impl Flavor {
+    /// The backend for servers with `settings`: local processes when they need them (see
+    /// `Settings::needs_process`), else [`Flavor::from_env`].
+    pub(crate) fn for_settings(settings: &crate::Settings) -> Flavor {
+        if settings.needs_process() {
+            Flavor::Process
+        } else {
+            Flavor::from_env()
+        }
+    }
+
     pub(crate) fn from_env() -> Flavor {
         match std::env::var("ZK_HARNESS").as_deref() {
             Ok("process") => Flavor::Process,
@@ -138,6 +148,10 @@ impl Node {
 
     pub(crate) fn client_addr(&self) -> SocketAddr {
         self.spec.client_addr()
+    }
+
+    pub(crate) fn secure_addr(&self) -> Option<SocketAddr> {
+        self.spec.secure_addr()
     }
 
     async fn blocking(&self, f: impl FnOnce(&ProcessNode) + Send + 'static) {

@@ -29,6 +29,9 @@ log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} [myid:%X{myid}] %-5p
 #[derive(Debug)]
 pub(crate) struct ProcessNode {
     dir: PathBuf,
+    jvm_flags: Vec<String>,
+    /// Runs the Netty connection factory (a `secureClientPort`).
+    netty: bool,
     child: Mutex<Option<Child>>,
 }
 
@@ -51,8 +54,16 @@ fn java() -> String {
     "java".to_owned()
 }
 
-fn classpath() -> String {
-    let cp = std::env::var("ZK_CLASSPATH").unwrap_or_else(|_| DEFAULT_CLASSPATH.to_owned());
+/// What the Netty connection factory (TLS) needs beyond `zookeeper.jar`'s manifest (Debian's
+/// `libnetty-java`, a dependency of `zookeeper`).
+const NETTY_CLASSPATH: &str = "/usr/share/java/netty-codec.jar:/usr/share/java/netty-resolver.jar:\
+     /usr/share/java/netty-transport-native-unix-common.jar";
+
+fn classpath(netty: bool) -> String {
+    let mut cp = std::env::var("ZK_CLASSPATH").unwrap_or_else(|_| DEFAULT_CLASSPATH.to_owned());
+    if netty {
+        cp = format!("{cp}:{NETTY_CLASSPATH}");
+    }
     if let Some(missing) = cp.split(':').find(|jar| !Path::new(jar).exists()) {
         panic!(
             "ZK_HARNESS=process needs {missing}: install Debian's `zookeeper` package \
@@ -81,6 +92,8 @@ impl ProcessNode {
         runtime::register(Reap::Dir(&dir.to_string_lossy()));
         let node = ProcessNode {
             dir,
+            jvm_flags: spec.settings.jvm_flags.clone(),
+            netty: spec.settings.secure_client_port,
             child: Mutex::new(None),
         };
         node.spawn();
@@ -96,12 +109,13 @@ impl ProcessNode {
         let log2 = log.try_clone().expect("clone log handle");
         let mut cmd = Command::new(java());
         cmd.args(JVM_FLAGS.split_whitespace())
+            .args(&self.jvm_flags)
             .arg(format!(
                 "-Dlog4j.configuration=file:{}",
                 self.dir.join("log4j.properties").display()
             ))
             .arg("-cp")
-            .arg(classpath())
+            .arg(classpath(self.netty))
             .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
             .arg(self.dir.join("zoo.cfg"))
             .current_dir(&self.dir)

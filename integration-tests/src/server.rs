@@ -39,7 +39,7 @@ impl Server {
     /// [`launch`](Self::launch) with non-default settings.
     pub async fn launch_with(settings: &Settings) -> Server {
         let spec = cluster(1, settings).remove(0);
-        let node = Node::launch(spec, &Flavor::from_env()).await;
+        let node = Node::launch(spec, &Flavor::for_settings(settings)).await;
         let server = Server { node };
         server.wait_ready().await;
         server
@@ -53,6 +53,12 @@ impl Server {
     /// The client address.
     pub fn addr(&self) -> SocketAddr {
         self.node.client_addr()
+    }
+
+    /// The TLS client address, for a server launched with
+    /// [`Settings::secure_client_port`](crate::Settings::secure_client_port).
+    pub fn secure_addr(&self) -> Option<SocketAddr> {
+        self.node.secure_addr()
     }
 
     /// The `srvr` mode now (`None` if it does not answer within 2 s).

@@ -76,6 +76,10 @@ pub struct ClientBuilder {
     pub(crate) request_timeout: Option<Duration>,
     pub(crate) watch_buffer: usize,
     pub(crate) resume: Option<(i64, bytes::Bytes)>,
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<crate::tls::TlsOptions>,
+    #[cfg(feature = "sasl")]
+    pub(crate) sasl: Option<crate::session::SaslCredentials>,
 }
 
 impl ClientBuilder {
@@ -95,6 +99,10 @@ impl ClientBuilder {
             request_timeout: None,
             watch_buffer: DEFAULT_WATCH_BUFFER,
             resume: None,
+            #[cfg(feature = "tls")]
+            tls: None,
+            #[cfg(feature = "sasl")]
+            sasl: None,
         }
     }
 
@@ -267,6 +275,56 @@ impl ClientBuilder {
     /// ```
     pub fn session(mut self, id: i64, password: &[u8]) -> Self {
         self.resume = Some((id, bytes::Bytes::copy_from_slice(password)));
+        self
+    }
+
+    /// Authenticates every connection with SASL DIGEST-MD5 as `user` (feature `sasl`): a
+    /// user of the server's JAAS `Server` section (`user_<name>="<password>"` of
+    /// `DigestLoginModule`), the Java client's JAAS `Client` section. The session then holds
+    /// the identity `sasl:<user>` (for ACLs, with the server's `SASLAuthenticationProvider`).
+    ///
+    /// The exchange runs after each handshake, before anything else is sent: the session is
+    /// reported connected, and queued calls go out, only once the server accepted it. A
+    /// rejected password ends the session: [`connect`](Self::connect) fails with
+    /// [`Error::AuthFailed`](crate::Error::AuthFailed) (and after a reconnect, every call does),
+    /// as the Java client's `AUTH_FAILED` state. See the README's "Security" section for the
+    /// server side.
+    ///
+    /// ```no_run
+    /// # async fn f() -> zk_client::Result<()> {
+    /// let client = zk_client::Client::builder("127.0.0.1:2181")
+    ///     .sasl_digest_md5("bob", "secret")
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "sasl")]
+    pub fn sasl_digest_md5(mut self, user: &str, password: &str) -> Self {
+        self.sasl = Some(crate::session::SaslCredentials {
+            user: user.to_owned(),
+            password: password.to_owned(),
+        });
+        self
+    }
+
+    /// Connects every host with TLS (feature `tls`): the ports of the connect string must be
+    /// the servers' `secureClientPort`. Reconnects and failover use the same options for
+    /// every host. See [`TlsOptions`](crate::TlsOptions) for the certificate options and the
+    /// README's "Security" section for the server side.
+    ///
+    /// ```no_run
+    /// # async fn f() -> zk_client::Result<()> {
+    /// let tls = zk_client::TlsOptions::new().ca_file("ca.pem");
+    /// let client = zk_client::Client::builder("127.0.0.1:2281").tls(tls).connect().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// A certificate problem makes [`connect`](Self::connect) fail with
+    /// [`Error::Tls`](crate::Error::Tls) once every host failed the handshake; after the
+    /// first session, TLS failures are retried like any connection failure.
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, options: crate::tls::TlsOptions) -> Self {
+        self.tls = Some(options);
         self
     }
 }

@@ -6,8 +6,8 @@ use tracing::Instrument;
 
 use crate::builder::ClientBuilder;
 use crate::client::Client;
-use crate::driver::transport::TcpConnector;
-use crate::driver::{now, Driver, DriverConfig};
+use crate::driver::transport::{Connector, TcpConnector};
+use crate::driver::{now, Driver, DriverConfig, TlsFailures};
 use crate::error::{Error, Result};
 use crate::hosts::{parse_connect_string, HostList};
 use crate::session::{timers, Session, SessionConfig, SET_WATCHES_BATCH_BYTES};
@@ -27,7 +27,8 @@ impl ClientBuilder {
     ///
     /// `InvalidArgument`/`InvalidPath` for a bad connect string, `Timeout` when no server
     /// accepted a session within the establish timeout, `AuthFailed` when the server
-    /// rejected the credentials.
+    /// rejected the credentials (or the SASL exchange), `Tls` for TLS options that do not
+    /// load or when every host failed the TLS handshake.
     ///
     /// # Cancel safety
     ///
@@ -50,27 +51,77 @@ async fn connect(b: ClientBuilder) -> Result<Client> {
     let (tx, rx) = mpsc::unbounded_channel();
     let (info_tx, info_rx) = watch::channel(SessionInfo::default());
     let (transitions_tx, transitions) = broadcast::channel(STATE_HISTORY);
-    let driver = Driver::new(
-        TcpConnector,
-        session,
-        hosts,
-        rx,
-        info_tx,
-        transitions_tx,
-        DriverConfig {
-            max_frame_len: b.max_frame_len,
-            batch_reads: b.batch_reads,
-        },
-    );
+    let (tls_tx, tls_rx) = watch::channel(TlsFailures::default());
+    let host_count = hosts.len();
     let span = tracing::debug_span!(
         "zk_session",
         connect = %b.connect_string,
         session_id = tracing::field::Empty
     );
-    tokio::spawn(driver.run().instrument(span));
+    let parts = Parts {
+        session,
+        hosts,
+        rx,
+        info_tx,
+        transitions_tx,
+        tls_tx,
+        cfg: DriverConfig {
+            max_frame_len: b.max_frame_len,
+            batch_reads: b.batch_reads,
+        },
+    };
+    #[cfg(feature = "tls")]
+    if let Some(opts) = &b.tls {
+        spawn_driver(tls_connector(opts)?, parts, span);
+    } else {
+        spawn_driver(TcpConnector, parts, span);
+    }
+    #[cfg(not(feature = "tls"))]
+    spawn_driver(TcpConnector, parts, span);
     let client = Client::new(tx, info_rx, transitions, chroot, b.watch_buffer);
-    establish(&client, &b).await?;
+    establish(&client, &b, tls_rx, host_count).await?;
     Ok(client)
+}
+
+/// What the connection task is made of, besides its connector.
+struct Parts {
+    session: Session,
+    hosts: HostList,
+    rx: mpsc::UnboundedReceiver<crate::command::Command>,
+    info_tx: watch::Sender<SessionInfo>,
+    transitions_tx: broadcast::Sender<SessionState>,
+    tls_tx: watch::Sender<TlsFailures>,
+    cfg: DriverConfig,
+}
+
+/// Spawns the connection task over `connector` (one instance per transport: plain TCP pays
+/// nothing for TLS).
+fn spawn_driver<C: Connector>(connector: C, p: Parts, span: tracing::Span) {
+    let driver = Driver::new(
+        connector,
+        p.session,
+        p.hosts,
+        p.rx,
+        p.info_tx,
+        p.transitions_tx,
+        p.cfg,
+    )
+    .report_tls_failures(p.tls_tx);
+    tokio::spawn(driver.run().instrument(span));
+}
+
+/// The TLS connector of the builder's options; files are read now.
+#[cfg(feature = "tls")]
+fn tls_connector(opts: &crate::tls::TlsOptions) -> Result<crate::driver::tls::TlsConnector> {
+    use crate::driver::transport::TlsFailure;
+    let config = opts.client_config()?;
+    let opts = opts.clone();
+    let name_for: crate::driver::tls::NameFor = std::sync::Arc::new(move |host| {
+        opts.server_name_for(host).map_err(|e| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, TlsFailure(e.to_string()))
+        })
+    });
+    Ok(crate::driver::tls::TlsConnector::new(config, name_for))
 }
 
 fn session_config(b: &ClientBuilder, hosts: usize) -> SessionConfig {
@@ -85,19 +136,41 @@ fn session_config(b: &ClientBuilder, hosts: usize) -> SessionConfig {
         set_watches_batch: SET_WATCHES_BATCH_BYTES,
         max_request_len: b.max_request_len,
         request_timeout: b.request_timeout,
+        #[cfg(feature = "sasl")]
+        sasl: b.sasl.clone(),
     }
 }
 
 /// Waits for the first session and the builder's credentials, within the establish timeout.
-async fn establish(client: &Client, b: &ClientBuilder) -> Result<()> {
+/// Fails early with `Error::Tls` once every host failed in TLS.
+async fn establish(
+    client: &Client,
+    b: &ClientBuilder,
+    mut tls: watch::Receiver<TlsFailures>,
+    hosts: usize,
+) -> Result<()> {
     let auths: Vec<_> = b
         .auths
         .iter()
         .map(|(scheme, auth)| client.add_auth(scheme, auth))
         .collect();
     let mut states = client.state_watcher();
+    let tls_failed = async {
+        let failed = tls
+            .wait_for(|f| f.in_a_row >= hosts)
+            .await
+            .map(|f| f.last.clone().unwrap_or_default());
+        match failed {
+            Ok(msg) => Error::Tls(msg),
+            // The task ended: the state tells why.
+            Err(_) => std::future::pending().await,
+        }
+    };
     let ready = async {
-        let state = states.wait_for(SessionState::is_connected).await;
+        let state = tokio::select! {
+            state = states.wait_for(SessionState::is_connected) => state,
+            err = tls_failed => return Err(err),
+        };
         if let Some(err) = state.terminal_error() {
             return Err(err);
         }

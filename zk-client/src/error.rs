@@ -108,6 +108,13 @@ pub enum Error {
     /// An argument was rejected before anything was sent (e.g. a TTL with a non-TTL mode).
     #[error("invalid argument: {0}")]
     InvalidArgument(&'static str),
+    /// TLS failed (feature `tls`): the options could not be loaded (an unreadable CA file, a
+    /// bad key), or every host failed the TLS handshake while [`connect`](crate::ClientBuilder::connect)
+    /// established the first session: a server certificate the client does not trust, a
+    /// name that does not match, a client certificate the server rejected. Carries rustls's
+    /// message (e.g. `invalid peer certificate: UnknownIssuer`).
+    #[error("TLS: {0}")]
+    Tls(String),
     /// A transport error. Reserved: connection problems currently reach callers as
     /// `ConnectionLoss` (calls) or `Timeout` (the first connect).
     #[error("io error: {0}")]

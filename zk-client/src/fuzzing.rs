@@ -48,6 +48,8 @@ fn config() -> SessionConfig {
         set_watches_batch: 256,
         max_request_len: 4096,
         request_timeout: Some(Duration::from_secs(3)),
+        #[cfg(feature = "sasl")]
+        sasl: None,
     }
 }
 

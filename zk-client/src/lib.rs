@@ -203,6 +203,8 @@ mod path;
 mod session;
 mod state;
 mod state_watcher;
+#[cfg(feature = "tls")]
+mod tls;
 mod trace;
 mod watcher;
 
@@ -219,6 +221,8 @@ pub use managed::{
 };
 pub use state::SessionState;
 pub use state_watcher::StateWatcher;
+#[cfg(feature = "tls")]
+pub use tls::TlsOptions;
 pub use watcher::{PersistentWatcher, Watcher};
 pub use zk_proto::records::{ClientInfo, CreateMode};
 pub use zk_proto::{Acl, ErrorCode, Id, Perms, Stat};

@@ -51,6 +51,56 @@ impl Id {
             id: id.into(),
         }
     }
+
+    /// `world:anyone`: every client (`ZooDefs.Ids.ANYONE_ID_UNSAFE`).
+    pub fn anyone() -> Self {
+        Self::new("world", "anyone")
+    }
+
+    /// The `digest` id of `user` with `password`: `user:base64(sha1("user:password"))`, as
+    /// the server computes it for a session that ran `addAuth("digest", "user:password")`
+    /// (Java's `DigestAuthenticationProvider.generateDigest`).
+    ///
+    /// ```
+    /// use zk_proto::Id;
+    /// let id = Id::digest("bob", "secret");
+    /// assert_eq!(id.scheme, "digest");
+    /// assert_eq!(id.id, "bob:fyVmFCwVbTJYrznoSu1koqYEYF0=");
+    /// ```
+    pub fn digest(user: &str, password: &str) -> Self {
+        Self::new("digest", digest_id(user, password))
+    }
+
+    /// The `sasl` id of an authenticated SASL user (with the `SASLAuthenticationProvider`
+    /// on the server): `sasl:user`.
+    pub fn sasl(user: impl Into<String>) -> Self {
+        Self::new("sasl", user)
+    }
+
+    /// The `ip` id of an address or a CIDR block, e.g. `"127.0.0.1"` or `"10.0.0.0/8"`.
+    pub fn ip(address: impl Into<String>) -> Self {
+        Self::new("ip", address)
+    }
+}
+
+/// `user:base64(sha1("user:password"))`: the id part of a `digest` ACL entry (see
+/// [`Id::digest`]). The password never goes into the ACL, only this hash.
+///
+/// ```
+/// assert_eq!(
+///     zk_proto::acl::digest_id("super", "admin"),
+///     "super:xQJmxLMiHGwaqBvst5y6rkB6HQs="
+/// );
+/// ```
+pub fn digest_id(user: &str, password: &str) -> String {
+    use base64::Engine as _;
+    use sha1::{Digest as _, Sha1};
+    let mut hash = Sha1::new();
+    hash.update(user.as_bytes());
+    hash.update(b":");
+    hash.update(password.as_bytes());
+    let b64 = base64::engine::general_purpose::STANDARD.encode(hash.finalize());
+    format!("{user}:{b64}")
 }
 
 impl Acl {
@@ -66,15 +116,49 @@ impl Acl {
     /// assert_eq!(Acl::open_unsafe()[0].perms, Perms::ALL);
     /// ```
     pub fn open_unsafe() -> &'static [Acl] {
-        static ACL: LazyLock<Vec<Acl>> =
-            LazyLock::new(|| vec![Acl::new(Perms::ALL, Id::new("world", "anyone"))]);
+        static ACL: LazyLock<Vec<Acl>> = LazyLock::new(|| vec![Acl::new(Perms::ALL, Id::anyone())]);
         &ACL
     }
 
     /// `ZooDefs.Ids.READ_ACL_UNSAFE`: read for `world:anyone`.
     pub fn read_unsafe() -> &'static [Acl] {
         static ACL: LazyLock<Vec<Acl>> =
-            LazyLock::new(|| vec![Acl::new(Perms::READ, Id::new("world", "anyone"))]);
+            LazyLock::new(|| vec![Acl::new(Perms::READ, Id::anyone())]);
+        &ACL
+    }
+
+    /// `perms` for every client (`world:anyone`).
+    pub fn world(perms: i32) -> Self {
+        Self::new(perms, Id::anyone())
+    }
+
+    /// `perms` for the session authenticated as `user` with `password` through the digest
+    /// scheme (`add_auth("digest", b"user:password")`); see [`Id::digest`].
+    ///
+    /// ```
+    /// use zk_proto::acl::{Acl, Perms};
+    /// let acl = vec![Acl::digest(Perms::ALL, "bob", "secret"), Acl::world(Perms::READ)];
+    /// assert_eq!(acl[0].id.id, "bob:fyVmFCwVbTJYrznoSu1koqYEYF0=");
+    /// ```
+    pub fn digest(perms: i32, user: &str, password: &str) -> Self {
+        Self::new(perms, Id::digest(user, password))
+    }
+
+    /// `perms` for the SASL-authenticated `user` (`sasl:user`).
+    pub fn sasl(perms: i32, user: impl Into<String>) -> Self {
+        Self::new(perms, Id::sasl(user))
+    }
+
+    /// Everything for the session's own identities plus read for everyone (Curator's and
+    /// many shops' "private write, public read" preset). Like [`creator_all`](Self::creator_all)
+    /// it needs credentials on the session (`InvalidAcl` otherwise).
+    pub fn creator_all_world_read() -> &'static [Acl] {
+        static ACL: LazyLock<Vec<Acl>> = LazyLock::new(|| {
+            vec![
+                Acl::new(Perms::ALL, Id::new("auth", "")),
+                Acl::new(Perms::READ, Id::anyone()),
+            ]
+        });
         &ACL
     }
 

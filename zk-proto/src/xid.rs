@@ -18,6 +18,11 @@ pub const AUTH: i32 = -4;
 /// `watch.reconnect.*` golden vectors. The server accepts either.
 pub const SET_WATCHES: i32 = -8;
 
+/// SASL tokens (`GetSASLRequest`, opcode 102) and their replies: the Java client writes them
+/// straight to the socket, outside its queue, leaving the header's xid at 0; they all come
+/// before any ordinary request of the connection (ordinary xids start at 1).
+pub const SASL: i32 = 0;
+
 /// Whether `xid` is one of the special values above rather than an ordinary request id.
 pub const fn is_special(xid: i32) -> bool {
     matches!(xid, NOTIFICATION | PING | AUTH | SET_WATCHES)

@@ -14,6 +14,8 @@
 //! 64 KiB chunks and every complete frame in a chunk is handled before the next poll.
 
 mod probe;
+#[cfg(feature = "tls")]
+pub(crate) mod tls;
 pub(crate) mod transport;
 
 #[cfg(test)]
@@ -38,7 +40,7 @@ use crate::hosts::{HostList, MAX_BACKOFF};
 use crate::session::{Disconnect, Session};
 use crate::state::{SessionInfo, SessionState};
 use probe::{probe_read_write, ProbeSchedule};
-use transport::{write_now, Connector, TcpConnector, Transport};
+use transport::{write_now, Connector, TcpConnector, TlsFailure, Transport};
 
 /// Read buffer size (and the spare room kept before each read).
 const READ_BUF: usize = 64 * 1024;
@@ -80,6 +82,16 @@ pub(crate) struct DriverConfig {
     pub(crate) batch_reads: bool,
 }
 
+/// TLS failures of the connection attempts, for [`connect`](crate::ClientBuilder::connect)
+/// to report a certificate problem at once instead of timing out.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TlsFailures {
+    /// Attempts in a row that failed in TLS (reset when a session is established).
+    pub(crate) in_a_row: usize,
+    /// The last one's message.
+    pub(crate) last: Option<String>,
+}
+
 pub(crate) struct Driver<C: Connector = TcpConnector> {
     connector: C,
     session: Session,
@@ -91,6 +103,7 @@ pub(crate) struct Driver<C: Connector = TcpConnector> {
     cfg: DriverConfig,
     timer: Pin<Box<Sleep>>,
     deadline: Option<Instant>,
+    tls_failures: Option<watch::Sender<TlsFailures>>,
 }
 
 /// One connection: its stream (taken out while parked), buffers, and what the loop knows.
@@ -98,6 +111,8 @@ struct Link<S> {
     stream: Option<S>,
     rbuf: BytesMut,
     wbuf: Bytes,
+    /// Bytes were written since the last flush (transports with `NEEDS_FLUSH` only).
+    unflushed: bool,
     /// Sit out a deep-pipeline pause before the next read.
     pause: bool,
     /// When the session was established on it.
@@ -112,6 +127,7 @@ struct Link<S> {
 enum Input {
     Read(io::Result<usize>),
     Wrote(io::Result<usize>),
+    Flushed(io::Result<()>),
     Command(Option<Command>),
     Timer,
     Probe(Option<usize>),
@@ -138,6 +154,33 @@ impl<C: Connector> Driver<C> {
             cfg,
             timer: Box::pin(tokio::time::sleep_until(far_future())),
             deadline: None,
+            tls_failures: None,
+        }
+    }
+
+    /// Publishes TLS failures of connection attempts to `tx`.
+    pub(crate) fn report_tls_failures(mut self, tx: watch::Sender<TlsFailures>) -> Self {
+        self.tls_failures = Some(tx);
+        self
+    }
+
+    /// Counts a TLS failure (`Some`) or, with `None`, an established session (resets the
+    /// count).
+    fn note_tls(&mut self, failure: Option<String>) {
+        let Some(tx) = &self.tls_failures else {
+            return;
+        };
+        match failure {
+            Some(msg) => {
+                tracing::warn!(error = %msg, "TLS failure");
+                tx.send_modify(|f| {
+                    f.in_a_row += 1;
+                    f.last = Some(msg);
+                });
+            }
+            None => {
+                tx.send_if_modified(|f| std::mem::take(&mut f.in_a_row) != 0);
+            }
         }
     }
 
@@ -153,8 +196,13 @@ impl<C: Connector> Driver<C> {
             let (index, addr) = self.hosts.next_host();
             let addr = addr.to_owned();
             match self.attempt(delay, &addr).await {
-                Some((stream, deadline)) => self.serve(stream, deadline, index, addr).await,
-                None => self.hosts.on_failure(),
+                Ok((stream, deadline)) => self.serve(stream, deadline, index, addr).await,
+                Err(tls) => {
+                    if tls.is_some() {
+                        self.note_tls(tls);
+                    }
+                    self.hosts.on_failure();
+                }
             }
         }
         self.deliver();
@@ -162,8 +210,13 @@ impl<C: Connector> Driver<C> {
     }
 
     /// Waits `delay`, then connects to `addr`, serving commands and timers meanwhile. The
-    /// connect and the handshake that follows share one deadline, the connect timeout.
-    async fn attempt(&mut self, delay: Duration, addr: &str) -> Option<(C::Stream, Instant)> {
+    /// connect and the handshake that follows share one deadline, the connect timeout. A
+    /// failure carries the TLS message when it was one.
+    async fn attempt(
+        &mut self,
+        delay: Duration,
+        addr: &str,
+    ) -> Result<(C::Stream, Instant), Option<String>> {
         let connect_timeout = self.session.connect_timeout();
         let connector = self.connector.clone();
         let connect = async move {
@@ -174,14 +227,14 @@ impl<C: Connector> Driver<C> {
             let deadline = now() + connect_timeout;
             let at = tokio::time::Instant::from_std(deadline);
             match timeout_at(at, connector.connect(addr)).await {
-                Ok(Ok(stream)) => Some((stream, deadline)),
+                Ok(Ok(stream)) => Ok((stream, deadline)),
                 Ok(Err(err)) => {
                     debug!(addr, %err, "connect failed");
-                    None
+                    Err(TlsFailure::message(&err))
                 }
                 Err(_) => {
                     debug!(addr, "connect timed out");
-                    None
+                    Err(None)
                 }
             }
         };
@@ -197,7 +250,7 @@ impl<C: Connector> Driver<C> {
             }
             self.deliver();
             if self.session.is_done() {
-                return None;
+                return Err(None);
             }
         }
     }
@@ -209,6 +262,7 @@ impl<C: Connector> Driver<C> {
             stream: Some(stream),
             rbuf: BytesMut::with_capacity(READ_BUF),
             wbuf: Bytes::new(),
+            unflushed: false,
             pause: false,
             established: None,
             index,
@@ -251,6 +305,7 @@ impl<C: Connector> Driver<C> {
             link.established = Some(now());
             debug!(addr = %link.addr, "connected");
             crate::metrics::connected();
+            self.note_tls(None);
         }
         if self.session.is_read_only() && link.probe.is_none() && self.hosts.len() > 1 {
             link.probe = Some(Box::pin(probe_read_write(
@@ -269,11 +324,16 @@ impl<C: Connector> Driver<C> {
             return Input::Read(Err(io::ErrorKind::NotConnected.into()));
         };
         let (rbuf, wbuf, probe) = (&mut link.rbuf, &link.wbuf, &mut link.probe);
+        let unflushed = link.unflushed;
         // Reading and writing poll the one stream in turn (no split halves to allocate).
         let io = std::future::poll_fn(|cx| {
             if !wbuf.is_empty() {
                 if let Poll::Ready(r) = Pin::new(&mut *stream).poll_write(cx, wbuf) {
                     return Poll::Ready(Input::Wrote(r));
+                }
+            } else if unflushed {
+                if let Poll::Ready(r) = Pin::new(&mut *stream).poll_flush(cx) {
+                    return Poll::Ready(Input::Flushed(r));
                 }
             }
             poll_read_buf(Pin::new(&mut *stream), cx, rbuf).map(Input::Read)
@@ -292,7 +352,16 @@ impl<C: Connector> Driver<C> {
     /// Feeds one input to the session; an `Err` ends the connection.
     fn handle(&mut self, input: Input, link: &mut Link<C::Stream>) -> Result<(), Disconnect> {
         match input {
-            Input::Read(Ok(0) | Err(_)) | Input::Wrote(Err(_)) => Err(Disconnect::Transport),
+            Input::Read(Err(e)) | Input::Wrote(Err(e)) | Input::Flushed(Err(e)) => {
+                if link.established.is_none() {
+                    // A server rejecting the client certificate says so after the handshake.
+                    if let Some(msg) = TlsFailure::message(&e) {
+                        self.note_tls(Some(msg));
+                    }
+                }
+                Err(Disconnect::Transport)
+            }
+            Input::Read(Ok(0)) => Err(Disconnect::Transport),
             Input::Read(Ok(n)) => {
                 crate::metrics::bytes_received(n);
                 self.on_read(&mut link.rbuf)?;
@@ -302,6 +371,11 @@ impl<C: Connector> Driver<C> {
             Input::Wrote(Ok(n)) => {
                 crate::metrics::bytes_sent(n);
                 link.wbuf.advance(n);
+                link.unflushed = C::Stream::NEEDS_FLUSH;
+                Ok(())
+            }
+            Input::Flushed(Ok(())) => {
+                link.unflushed = false;
                 Ok(())
             }
             Input::Command(cmd) => {
@@ -332,6 +406,7 @@ impl<C: Connector> Driver<C> {
         let unsent = link.wbuf.len();
         let flushed = write_now(&mut stream, &mut link.wbuf);
         crate::metrics::bytes_sent(unsent - link.wbuf.len());
+        link.unflushed = C::Stream::NEEDS_FLUSH;
         if flushed.is_err() {
             return Err(Disconnect::Transport);
         }

@@ -77,6 +77,8 @@ fn start() -> Harness {
         set_watches_batch: SET_WATCHES_BATCH_BYTES,
         max_request_len: zk_proto::SERVER_MAX_BUFFER,
         request_timeout: None,
+        #[cfg(feature = "sasl")]
+        sasl: None,
     };
     let session = Session::new(cfg, super::now());
     let (tx, rx) = mpsc::unbounded_channel();

@@ -1,4 +1,5 @@
-//! How the driver reaches a server: TCP in production, in-memory streams in tests.
+//! How the driver reaches a server: TCP or TLS (`tls.rs`) in production, in-memory streams
+//! in tests.
 
 use std::future::Future;
 use std::io;
@@ -24,6 +25,10 @@ pub(crate) trait Connector: Clone + Send + Sync + 'static {
 pub(crate) trait Transport: AsyncRead + AsyncWrite + Unpin + Send + Sized + 'static {
     /// The connection while paused.
     type Parked: Send + 'static;
+
+    /// Whether bytes accepted by `poll_write` may sit in a buffer of the transport until
+    /// `poll_flush` (TLS records): the driver then flushes after writing.
+    const NEEDS_FLUSH: bool = false;
 
     /// Takes the connection out of the reactor.
     fn park(self) -> io::Result<Self::Parked>;
@@ -69,5 +74,52 @@ impl Transport for TcpStream {
 
     fn unpark(parked: Self::Parked) -> io::Result<Self> {
         TcpStream::from_std(parked)
+    }
+}
+
+/// A TLS failure, carrying rustls's message: a certificate the client does not trust, a
+/// client certificate the server rejected. The driver reports these to
+/// [`connect`](crate::ClientBuilder::connect) instead of letting it time out.
+#[derive(Debug)]
+pub(crate) struct TlsFailure(pub(crate) String);
+
+impl std::fmt::Display for TlsFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TlsFailure {}
+
+impl TlsFailure {
+    /// The TLS message inside `err`, if it is a TLS failure.
+    pub(crate) fn message(err: &io::Error) -> Option<String> {
+        let inner = err.get_ref()?;
+        if let Some(failure) = inner.downcast_ref::<TlsFailure>() {
+            return Some(failure.0.clone());
+        }
+        #[cfg(feature = "tls")]
+        if let Some(e) = inner.downcast_ref::<tokio_rustls::rustls::Error>() {
+            return Some(e.to_string());
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls_failures_are_recognised_in_io_errors() {
+        let err = io::Error::other(TlsFailure("invalid peer certificate: UnknownIssuer".into()));
+        assert_eq!(
+            TlsFailure::message(&err).as_deref(),
+            Some("invalid peer certificate: UnknownIssuer")
+        );
+        assert_eq!(
+            TlsFailure::message(&io::ErrorKind::ConnectionRefused.into()),
+            None
+        );
     }
 }

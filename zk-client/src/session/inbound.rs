@@ -24,6 +24,8 @@ impl Session {
                 self.handle_reply(frame, now)
             }
             Phase::Reaping { until, step } => self.reap_frame(until, step, frame, now),
+            #[cfg(feature = "sasl")]
+            Phase::Sasl { read_only, .. } => self.handle_sasl_frame(frame, read_only, now),
             Phase::Idle | Phase::Terminal => Ok(()),
         }
     }
@@ -45,7 +47,14 @@ impl Session {
             return Ok(());
         }
         self.check_same_session(&resp)?;
-        self.accept_session(&resp, now);
+        self.take_session(&resp, now);
+        #[cfg(feature = "sasl")]
+        if let (Some(creds), Phase::Handshaking { deadline }) = (self.cfg.sasl.clone(), self.phase)
+        {
+            self.start_sasl(&creds, deadline, resp.read_only);
+            return Ok(());
+        }
+        self.enter_connected(resp.read_only);
         self.prime_connection(now);
         Ok(())
     }
@@ -76,19 +85,21 @@ impl Session {
         Ok(())
     }
 
-    /// Takes the session's id, password and timeout, and publishes the connected state.
-    fn accept_session(&mut self, resp: &ConnectResponse, now: Instant) {
+    /// Takes the session's id, password and timeout.
+    fn take_session(&mut self, resp: &ConnectResponse, now: Instant) {
         self.session_id = resp.session_id;
         self.password = resp.passwd.clone();
         self.negotiated = Duration::from_millis(u64::try_from(resp.timeout).unwrap_or(0));
         (self.read_timeout, self.ping_interval) = timers::connection_timers(self.negotiated);
         self.seen_rw |= !resp.read_only;
-        self.epoch += 1;
-        self.phase = Phase::Connected {
-            read_only: resp.read_only,
-        };
         self.last_heard = Some(now);
-        let state = if resp.read_only {
+    }
+
+    /// The connection is ready for requests: publishes the connected state.
+    pub(super) fn enter_connected(&mut self, read_only: bool) {
+        self.epoch += 1;
+        self.phase = Phase::Connected { read_only };
+        let state = if read_only {
             SessionState::ConnectedReadOnly
         } else {
             SessionState::Connected
@@ -101,15 +112,15 @@ impl Session {
         }
         debug!(
             session_id = format_args!("{:#x}", self.session_id),
-            timeout_ms = resp.timeout,
-            read_only = resp.read_only,
+            timeout_ms = self.negotiated.as_millis() as u64,
+            read_only,
             "session established"
         );
     }
 
     /// Credentials first, then watches, then whatever was queued: the server applies them in
     /// that order (Java's `ClientCnxn.primeConnection`).
-    fn prime_connection(&mut self, now: Instant) {
+    pub(super) fn prime_connection(&mut self, now: Instant) {
         self.auth_waiters.clear();
         for auth in &self.auths {
             write_packet(&mut self.out, special::AUTH, OpCode::Auth, auth);

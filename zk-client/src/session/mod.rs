@@ -35,6 +35,8 @@ mod inbound;
 mod outbox;
 mod pending;
 mod reap;
+#[cfg(feature = "sasl")]
+mod sasl;
 mod set_watches;
 pub(crate) mod timers;
 mod watches;
@@ -62,6 +64,9 @@ use pending::{InFlight, PendingQueue};
 use watches::WatchRegistry;
 use xid::XidAllocator;
 
+#[cfg(feature = "sasl")]
+pub(crate) use sasl::SaslCredentials;
+
 /// Java's `ClientCnxn.SET_WATCHES_MAX_LENGTH`: the most bytes of paths per SetWatches packet.
 pub(crate) const SET_WATCHES_BATCH_BYTES: usize = 128 * 1024;
 
@@ -87,6 +92,9 @@ pub(crate) struct SessionConfig {
     pub(crate) max_request_len: usize,
     /// Bound on waiting for a reply once a request is on the wire.
     pub(crate) request_timeout: Option<Duration>,
+    /// SASL credentials to authenticate every connection with.
+    #[cfg(feature = "sasl")]
+    pub(crate) sasl: Option<SaslCredentials>,
 }
 
 /// Why the current connection must be dropped.
@@ -122,6 +130,9 @@ enum Phase {
     Idle,
     /// `ConnectRequest` sent, waiting for the `ConnectResponse`.
     Handshaking { deadline: Instant },
+    /// SASL exchange after the `ConnectResponse` (the session is not yet reported connected).
+    #[cfg(feature = "sasl")]
+    Sasl { deadline: Instant, read_only: bool },
     /// Session established on this connection.
     Connected { read_only: bool },
     /// The session is over for the user, but it was given up locally (no server could be
@@ -176,6 +187,9 @@ pub(crate) struct Session {
     last_recv: Instant,
     /// Last time a server answered on this session (drives local expiry).
     last_heard: Option<Instant>,
+    /// The SASL exchange of this connection, while it runs.
+    #[cfg(feature = "sasl")]
+    sasl: Option<sasl::DigestMd5>,
 }
 
 impl Session {
@@ -206,6 +220,8 @@ impl Session {
             last_send: now,
             last_recv: now,
             last_heard: None,
+            #[cfg(feature = "sasl")]
+            sasl: None,
         }
     }
 
@@ -322,6 +338,8 @@ impl Session {
                 min(Some(alive), min(request, self.closing))
             }
             Phase::Handshaking { deadline } => min(Some(deadline), min(expiry, waiting)),
+            #[cfg(feature = "sasl")]
+            Phase::Sasl { deadline, .. } => min(Some(deadline), min(expiry, waiting)),
             Phase::Idle => min(expiry, waiting),
         }
     }
@@ -571,6 +589,8 @@ impl Session {
             Phase::Reaping { until, step } => self.reap_timeout(until, step, now),
             Phase::Connected { .. } => self.connected_timeout(now),
             Phase::Handshaking { .. } | Phase::Idle => self.disconnected_timeout(now),
+            #[cfg(feature = "sasl")]
+            Phase::Sasl { .. } => self.disconnected_timeout(now),
         }
     }
 
@@ -634,6 +654,8 @@ impl Session {
         }
         match self.phase {
             Phase::Handshaking { deadline } if now >= deadline => Err(Disconnect::HandshakeTimeout),
+            #[cfg(feature = "sasl")]
+            Phase::Sasl { deadline, .. } if now >= deadline => Err(Disconnect::HandshakeTimeout),
             _ => Ok(()),
         }
     }

@@ -34,3 +34,22 @@ record! {
         pub client_info: Vec<ClientInfo>,
     }
 }
+
+record! {
+    /// A client SASL token (`GetSASLRequest`, opcode 102). The Java client writes these
+    /// outside its request queue with xid 0 ([`xid::SASL`](crate::xid::SASL)), before any
+    /// other request of the connection, and the server echoes that xid.
+    pub struct GetSaslRequest {
+        /// The mechanism's token (empty for DIGEST-MD5's first message).
+        pub token: Bytes,
+    }
+}
+
+record! {
+    /// The server's SASL token (`SetSASLResponse`) in reply to a [`GetSaslRequest`]. On a
+    /// failed authentication the header carries `AuthFailed` and the token is null (empty).
+    pub struct SetSaslResponse {
+        /// The server's challenge, or its final `rspauth` message.
+        pub token: Bytes,
+    }
+}

@@ -13,7 +13,7 @@ pub mod node;
 pub mod watch;
 
 pub use acl::{GetAclRequest, GetAclResponse, SetAclRequest, SetAclResponse};
-pub use auth::{AuthPacket, ClientInfo, WhoAmIResponse};
+pub use auth::{AuthPacket, ClientInfo, GetSaslRequest, SetSaslResponse, WhoAmIResponse};
 pub use children::{
     GetAllChildrenNumberRequest, GetAllChildrenNumberResponse, GetChildren2Request,
     GetChildren2Response, GetChildrenRequest, GetChildrenResponse, GetEphemeralsRequest,

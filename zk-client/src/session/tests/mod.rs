@@ -13,6 +13,8 @@ use super::*;
 use crate::command::{WatchKind, WatchSender};
 use crate::event::WatchedEvent;
 
+#[cfg(feature = "sasl")]
+mod sasl;
 mod watches;
 
 const TIMEOUT: Duration = Duration::from_secs(9);
@@ -27,6 +29,8 @@ fn config() -> SessionConfig {
         set_watches_batch: SET_WATCHES_BATCH_BYTES,
         max_request_len: zk_proto::SERVER_MAX_BUFFER,
         request_timeout: None,
+        #[cfg(feature = "sasl")]
+        sasl: None,
     }
 }
 

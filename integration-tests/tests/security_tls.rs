@@ -1,0 +1,206 @@
+//! zk-client over TLS (feature `tls`) against a real 3-node ZooKeeper 3.8 ensemble serving a
+//! `secureClientPort` with the Netty factory and `ssl.clientAuth=need`, keystores made at
+//! test time (`integration_tests::pki`). Always local java processes (the settings force the
+//! process backend).
+
+mod client_common;
+
+use std::time::Duration;
+
+use client_common::{wait_state, within};
+use integration_tests::pki::{ClientAuth, Pki};
+use integration_tests::probe::four_letter_word;
+use integration_tests::{chroot, Ensemble, ZkTarget};
+use tokio::sync::OnceCell;
+use zk_client::{Client, CreateOptions, Error, EventType, SessionState, TlsOptions};
+
+struct Tls {
+    pki: Pki,
+    ens: Ensemble,
+}
+
+/// One TLS ensemble for the whole binary (three JVMs are the expensive part).
+async fn tls() -> &'static Tls {
+    static SHARED: OnceCell<Tls> = OnceCell::const_new();
+    SHARED
+        .get_or_init(|| async {
+            let pki = Pki::new();
+            let ens = Ensemble::launch_with(3, &pki.server_settings(ClientAuth::Need)).await;
+            Tls { pki, ens }
+        })
+        .await
+}
+
+impl Tls {
+    /// Every member's TLS address, with `root`.
+    fn hosts(&self, root: &str) -> String {
+        let addrs: Vec<String> = (0..self.ens.len())
+            .map(|i| self.ens.secure_addr(i).expect("secure port").to_string())
+            .collect();
+        format!("{}{root}", addrs.join(","))
+    }
+
+    /// Trusts the test CA and presents the client certificate.
+    fn options(&self) -> TlsOptions {
+        let (cert, key) = self.pki.client_cert();
+        TlsOptions::new()
+            .ca_file(self.pki.ca_pem())
+            .client_cert_files(cert, key)
+    }
+
+    /// The member holding a watch of `session_id` (`wchc`: watches live on the server the
+    /// session is connected to; `cons` on the plain port does not list TLS connections).
+    async fn server_watching(&self, session_id: i64) -> Option<usize> {
+        let needle = format!("0x{session_id:x}");
+        for (i, addr) in self.ens.client_addrs().into_iter().enumerate() {
+            if let Ok(out) = four_letter_word(addr, "wchc", Duration::from_secs(5)).await {
+                if out.contains(&needle) {
+                    return Some(i);
+                }
+            }
+        }
+        None
+    }
+
+    async fn connect(&self, hosts: &str, options: TlsOptions) -> zk_client::Result<Client> {
+        let builder = Client::builder(hosts)
+            .session_timeout(Duration::from_secs(6))
+            .establish_timeout(Duration::from_secs(20))
+            .tls(options);
+        within("TLS connect", builder.connect()).await
+    }
+}
+
+#[tokio::test]
+async fn tls_read_write_watch_and_failover_across_tls_hosts() {
+    let t = tls().await;
+    let root = chroot(&t.ens, "tls_failover").await;
+    let a = t
+        .connect(&t.hosts(&root), t.options())
+        .await
+        .expect("TLS connect");
+    let b = t
+        .connect(&t.hosts(&root), t.options())
+        .await
+        .expect("TLS connect");
+    a.create("/n", b"v1", &CreateOptions::persistent())
+        .await
+        .expect("create over TLS");
+    let (data, _) = b.get_data("/n").await.expect("read over TLS");
+    assert_eq!(&data[..], b"v1");
+    // A large value crosses many TLS records both ways.
+    let big = vec![7u8; 600_000];
+    a.set_data("/n", &big, None).await.expect("large write");
+    assert_eq!(
+        b.get_data("/n").await.expect("large read").0.len(),
+        big.len()
+    );
+
+    // A deep pipeline (past the 64 in flight that make the connection pause its reads)
+    // through the TLS stream: every reply arrives, in order.
+    let reads: Vec<_> = (0..500).map(|_| b.exists("/n")).collect();
+    let stats = within("pipelined reads", futures_util::future::join_all(reads)).await;
+    assert!(
+        stats.iter().all(|r| matches!(r, Ok(Some(_)))),
+        "pipelined reads over TLS"
+    );
+
+    let (_, _, watcher) = a.get_data_watch("/n").await.expect("watch");
+    let epoch = a.connection_epoch();
+    let on = within("find a's server", async {
+        loop {
+            if let Some(i) = t.server_watching(a.session_id()).await {
+                return i;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    t.ens.kill(on).await;
+    within("reconnect to another TLS member", async {
+        while a.connection_epoch() == epoch || !a.state().is_connected() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    // The watch was re-registered on the new TLS connection and fires there.
+    within("write through b", async {
+        loop {
+            match b.set_data("/n", b"v2", None).await {
+                Ok(_) => return,
+                Err(e) if e.is_retryable() => tokio::time::sleep(Duration::from_millis(100)).await,
+                Err(e) => panic!("write after failover: {e}"),
+            }
+        }
+    })
+    .await;
+    let event = within("watch after failover", watcher)
+        .await
+        .expect("event");
+    assert_eq!(event.event_type, EventType::NodeDataChanged);
+    assert_eq!(&a.get_data("/n").await.expect("read").0[..], b"v2");
+    t.ens.start(on).await;
+    a.close().await.expect("close");
+    b.close().await.expect("close");
+}
+
+#[tokio::test]
+async fn tls_server_signed_by_another_ca_is_rejected_with_a_tls_error() {
+    let t = tls().await;
+    let (cert, key) = t.pki.client_cert();
+    let options = TlsOptions::new()
+        .ca_file(t.pki.other_ca_pem())
+        .client_cert_files(cert, key);
+    let err = t
+        .connect(&t.hosts(""), options)
+        .await
+        .expect_err("a server the client does not trust");
+    match &err {
+        Error::Tls(msg) => assert!(msg.contains("UnknownIssuer"), "{msg}"),
+        other => panic!("expected Error::Tls, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn tls_missing_client_certificate_is_rejected_when_the_server_needs_one() {
+    let t = tls().await;
+    let options = TlsOptions::new().ca_file(t.pki.ca_pem());
+    let err = t
+        .connect(&t.hosts(""), options)
+        .await
+        .expect_err("no client certificate, ssl.clientAuth=need");
+    assert!(
+        matches!(err, Error::Tls(_)),
+        "expected Error::Tls, got {err:?}"
+    );
+}
+
+#[tokio::test]
+async fn tls_hostname_is_verified_unless_turned_off() {
+    let t = tls().await;
+    let err = t
+        .connect(&t.hosts(""), t.options().server_name("zk.example.invalid"))
+        .await
+        .expect_err("a name the certificate does not carry");
+    match &err {
+        Error::Tls(msg) => assert!(msg.contains("not valid for name"), "{msg}"),
+        other => panic!("expected Error::Tls, got {other:?}"),
+    }
+    let client = t
+        .connect(
+            &t.hosts(""),
+            t.options()
+                .server_name("zk.example.invalid")
+                .verify_hostname(false),
+        )
+        .await
+        .expect("hostname verification off");
+    client.exists("/").await.expect("read");
+    // The DNS name in the certificate works as well as the IP address.
+    let port = t.ens.secure_addr(0).expect("secure port").port();
+    let by_name = t
+        .connect(&format!("localhost:{port}"), t.options())
+        .await
+        .expect("connect by DNS name");
+    wait_state(&by_name, "connected", SessionState::is_connected).await;
+}

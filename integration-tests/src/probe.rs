@@ -472,3 +472,66 @@ pub async fn expire_session(
         last.unwrap_or_else(|| io::ErrorKind::UnexpectedEof.into()),
     ))
 }
+
+/// The watch notifications the server has sent so far: the sum of `mntr`'s
+/// `zk_sum_node_{created,deleted,changed,children}_watch_count` (3.8's `wchs`/`wchc` list
+/// no child watches, so a herd would hide there).
+///
+/// # Errors
+///
+/// The four-letter word failed, or `mntr` lacks one of the counters or has a value that is
+/// not a number.
+pub async fn watch_notifications(addr: SocketAddr) -> io::Result<i64> {
+    const KEYS: [&str; 4] = [
+        "zk_sum_node_created_watch_count",
+        "zk_sum_node_deleted_watch_count",
+        "zk_sum_node_changed_watch_count",
+        "zk_sum_node_children_watch_count",
+    ];
+    let mntr = four_letter_word(addr, "mntr", Duration::from_secs(5)).await?;
+    let mut total = 0;
+    let mut found = 0;
+    for line in mntr.lines() {
+        let mut parts = line.split_whitespace();
+        if let (Some(key), Some(value)) = (parts.next(), parts.next()) {
+            if KEYS.contains(&key) {
+                total += value
+                    .parse::<i64>()
+                    .map_err(|e| io::Error::other(format!("mntr {key} {value:?}: {e}")))?;
+                found += 1;
+            }
+        }
+    }
+    if found != KEYS.len() {
+        return Err(io::Error::other(format!(
+            "mntr lacks the watch counters:\n{mntr}"
+        )));
+    }
+    Ok(total)
+}
+
+/// Polls `wchs` until the server holds exactly `n` watches, for at most `limit`.
+///
+/// # Errors
+///
+/// `wchs` failed, or the count was not reached within `limit` (the message has the last
+/// answer).
+pub async fn wait_total_watches(addr: SocketAddr, n: usize, limit: Duration) -> io::Result<()> {
+    let end = tokio::time::Instant::now() + limit;
+    loop {
+        let last = four_letter_word(addr, "wchs", Duration::from_secs(5)).await?;
+        let total = last
+            .lines()
+            .find_map(|l| l.strip_prefix("Total watches:"))
+            .and_then(|v| v.trim().parse::<usize>().ok());
+        if total == Some(n) {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= end {
+            return Err(io::Error::other(format!(
+                "the server never held {n} watches; last wchs:\n{last}"
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

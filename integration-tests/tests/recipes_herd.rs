@@ -19,52 +19,6 @@ use zk_recipes::{FairLock, ReadWriteLock};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// Watch notifications the server has sent so far.
-async fn notifications(server: &Server) -> i64 {
-    let mntr = probe::four_letter_word(server.addr(), "mntr", Duration::from_secs(5))
-        .await
-        .expect("mntr");
-    const KEYS: [&str; 4] = [
-        "zk_sum_node_created_watch_count",
-        "zk_sum_node_deleted_watch_count",
-        "zk_sum_node_changed_watch_count",
-        "zk_sum_node_children_watch_count",
-    ];
-    let mut total = 0;
-    let mut found = 0;
-    for line in mntr.lines() {
-        let mut parts = line.split_whitespace();
-        if let (Some(key), Some(value)) = (parts.next(), parts.next()) {
-            if KEYS.contains(&key) {
-                total += value.parse::<i64>().expect("numeric mntr value");
-                found += 1;
-            }
-        }
-    }
-    assert_eq!(found, KEYS.len(), "mntr lacks the watch counters:\n{mntr}");
-    total
-}
-
-/// Polls `wchs` until the server holds exactly `n` data watches.
-async fn wait_watches(server: &Server, n: usize) {
-    let end = Instant::now() + LIMIT;
-    let mut last = String::new();
-    while Instant::now() < end {
-        last = probe::four_letter_word(server.addr(), "wchs", Duration::from_secs(5))
-            .await
-            .expect("wchs");
-        let total = last
-            .lines()
-            .find_map(|l| l.strip_prefix("Total watches:"))
-            .and_then(|v| v.trim().parse::<usize>().ok());
-        if total == Some(n) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("server never held {n} watches; last wchs:\n{last}");
-}
-
 /// Queues `n` waiters (one session each) behind the holder; each reports its index when it
 /// acquires and then waits for a permit of `go` before releasing.
 async fn queue_waiters(
@@ -227,4 +181,18 @@ async fn an_observed_holder_still_wakes_only_the_next_waiter() {
     for _ in 1..3 {
         timeout(LIMIT, acquired.recv()).await.unwrap().unwrap();
     }
+}
+
+/// Watch notifications the server has sent so far.
+async fn notifications(server: &Server) -> i64 {
+    probe::watch_notifications(server.addr())
+        .await
+        .expect("mntr watch counters")
+}
+
+/// Waits until the server holds exactly `n` watches.
+async fn wait_watches(server: &Server, n: usize) {
+    probe::wait_total_watches(server.addr(), n, LIMIT)
+        .await
+        .expect("watch count");
 }

@@ -10,7 +10,6 @@ use std::time::Duration;
 use integration_tests::proxy::{Cut, Mode, Proxy};
 use integration_tests::{chroot, fresh_standalone, probe, standalone, Server, ZkTarget};
 use leader_common::{join, leaders, leads, manager, wait_nodes, within, TermLog, LIMIT};
-use tokio::time::Instant;
 use zk_client::SessionState;
 use zk_recipes::{Leadership, LeadershipPolicy};
 
@@ -164,17 +163,6 @@ async fn standard_policy_steps_down_on_a_short_disconnect_session_policy_does_no
     }
 }
 
-/// Watch notifications the server has sent so far (`mntr`).
-async fn notifications(server: &Server) -> i64 {
-    let mntr = probe::four_letter_word(server.addr(), "mntr", Duration::from_secs(5))
-        .await
-        .expect("mntr");
-    mntr.lines()
-        .filter(|l| l.starts_with("zk_sum_node_") && l.contains("_watch_count"))
-        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<i64>().ok())
-        .sum()
-}
-
 #[tokio::test]
 async fn one_leader_change_sends_one_notification() {
     let server = fresh_standalone().await;
@@ -211,26 +199,6 @@ async fn one_leader_change_sends_one_notification() {
     for latch in &latches {
         latch.close().await.unwrap();
     }
-}
-
-/// Polls `wchs` until the server holds exactly `n` watches.
-async fn wait_watches(server: &Server, n: usize) {
-    let end = Instant::now() + LIMIT;
-    let mut last = String::new();
-    while Instant::now() < end {
-        last = probe::four_letter_word(server.addr(), "wchs", Duration::from_secs(5))
-            .await
-            .expect("wchs");
-        let total = last
-            .lines()
-            .find_map(|l| l.strip_prefix("Total watches:"))
-            .and_then(|v| v.trim().parse::<usize>().ok());
-        if total == Some(n) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("server never held {n} watches; last wchs:\n{last}");
 }
 
 #[tokio::test]
@@ -302,4 +270,18 @@ async fn a_deleted_leader_node_ends_the_term_and_the_participant_joins_again_at_
     terms.sort_by_key(|t| t.start);
     let who: Vec<_> = terms.into_iter().map(|t| t.who).collect();
     assert_eq!(who, ["a", "b", "a"]);
+}
+
+/// Watch notifications the server has sent so far.
+async fn notifications(server: &Server) -> i64 {
+    probe::watch_notifications(server.addr())
+        .await
+        .expect("mntr watch counters")
+}
+
+/// Waits until the server holds exactly `n` watches.
+async fn wait_watches(server: &Server, n: usize) {
+    probe::wait_total_watches(server.addr(), n, LIMIT)
+        .await
+        .expect("watch count");
 }

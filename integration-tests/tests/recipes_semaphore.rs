@@ -110,17 +110,9 @@ async fn leases_never_exceed_the_count_under_contention_and_expiry() {
 
 /// Watch notifications the server has sent so far (as recipes_herd.rs counts them).
 async fn notifications(server: &integration_tests::Server) -> i64 {
-    let mntr = probe::four_letter_word(server.addr(), "mntr", Duration::from_secs(5))
+    probe::watch_notifications(server.addr())
         .await
-        .expect("mntr");
-    mntr.lines()
-        .filter_map(|line| {
-            let mut parts = line.split_whitespace();
-            let (key, value) = (parts.next()?, parts.next()?);
-            let counted = key.starts_with("zk_sum_node_") && key.ends_with("_watch_count");
-            counted.then(|| value.parse::<i64>().expect("numeric mntr value"))
-        })
-        .sum()
+        .expect("mntr watch counters")
 }
 
 /// Polls until the notification count has not moved for 300 ms; returns it.

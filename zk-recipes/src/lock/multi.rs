@@ -42,12 +42,9 @@ impl Lock for FairLock {
 impl Lock for ExclusiveLock {
     fn acquire_until(&self, deadline: Option<Instant>) -> AcquireFuture<'_> {
         Box::pin(async move {
-            match deadline {
+            match remaining(deadline) {
                 None => self.acquire().await,
-                Some(at) => {
-                    self.acquire_timeout(at.saturating_duration_since(Instant::now()))
-                        .await
-                }
+                Some(left) => self.acquire_timeout(left).await,
             }
         })
     }
@@ -56,15 +53,17 @@ impl Lock for ExclusiveLock {
 impl Lock for SemaphoreMutex {
     fn acquire_until(&self, deadline: Option<Instant>) -> AcquireFuture<'_> {
         Box::pin(async move {
-            match deadline {
+            match remaining(deadline) {
                 None => self.acquire().await,
-                Some(at) => {
-                    self.acquire_timeout(at.saturating_duration_since(Instant::now()))
-                        .await
-                }
+                Some(left) => self.acquire_timeout(left).await,
             }
         })
     }
+}
+
+/// What is left of `deadline` (`None`: no deadline).
+fn remaining(deadline: Option<Instant>) -> Option<std::time::Duration> {
+    deadline.map(|at| at.saturating_duration_since(Instant::now()))
 }
 
 /// Several locks held as one: acquired in the order given, released in reverse; if one

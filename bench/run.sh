@@ -11,8 +11,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.."
 
 if [[ " $* " != *" --connect "* ]]; then
-    # The server runs as a plain local java process from Debian's package (ZK_HARNESS=process).
-    apt_install zookeeper openjdk-17-jdk-headless
+    # The server runs as a plain local java process from Debian's package (ZK_HARNESS=process);
+    # the tls workload also needs openssl (its keystores) and Netty (the secure port).
+    apt_install zookeeper openjdk-17-jdk-headless openssl libnetty-java
 fi
 command -v cargo >/dev/null || die "cargo is needed (https://rustup.rs)"
 log "building the benchmark (release)"

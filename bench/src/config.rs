@@ -70,6 +70,8 @@ pub(crate) struct Ctx {
     pub(crate) root: String,
     pub(crate) sizes: Sizes,
     pub(crate) limits: Limits,
+    /// zk-client connects over TLS with these (the `tls` workload only).
+    pub(crate) tls: Option<zk_client::TlsOptions>,
 }
 
 impl Ctx {

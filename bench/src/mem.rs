@@ -64,6 +64,7 @@ pub(crate) async fn mem_child(args: &Args, which: Which) -> Res<()> {
         root: String::new(),
         sizes,
         limits: limits(args.quick),
+        tls: None,
     };
     let n = sizes.idle_sessions;
     let kib = match which {

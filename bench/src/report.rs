@@ -25,6 +25,8 @@ pub(crate) struct Report {
     /// Samples of the diagnostic variants ([`Workload::diagnostic`]).
     pub(crate) diag: BTreeMap<Workload, Vec<Sample>>,
     pub(crate) failures: Vec<String>,
+    /// The `tls` workload: (over TLS, W1 sample, W2 sample) per run.
+    pub(crate) tls: Vec<(bool, Sample, Sample)>,
 }
 
 impl Report {
@@ -132,7 +134,47 @@ impl Report {
             }
         }
         self.render_codec(&mut out);
+        self.render_tls(&mut out);
         out
+    }
+
+    /// zk-client over TLS against plain TCP, on one server.
+    fn render_tls(&self, out: &mut String) {
+        if self.tls.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            out,
+            "\n| tls: zk-client, one server with a plain and a TLS port | ops/s median, TCP | ops/s median, TLS | CPU µs/op, TCP | CPU µs/op, TLS | CPU TLS/TCP |"
+        );
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
+        let pick = |over_tls: bool, w2: bool| {
+            let samples = self
+                .tls
+                .iter()
+                .filter(move |(t, _, _)| *t == over_tls)
+                .map(move |(_, a, b)| if w2 { b } else { a });
+            summarize(samples)
+        };
+        for (name, w2) in [
+            ("W1 sequential getData", false),
+            ("W2 pipelined getData", true),
+        ] {
+            let (tcp, tls) = (pick(false, w2), pick(true, w2));
+            let _ = writeln!(
+                out,
+                "| {name} | {:.0} | {:.0} | {:.1} | {:.1} | **{:.2}x** |",
+                tcp.ops,
+                tls.ops,
+                tcp.cpu,
+                tls.cpu,
+                tls.cpu / tcp.cpu
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\nTLS: rustls (ring), TLS 1.3, client certificate. The server runs ZooKeeper's Netty connection factory (needed for its secure port) for both ports, so its TCP numbers are not the other tables' (NIO factory). Both runs of a round use the same server, alternating which goes first."
+        );
     }
 
     /// W1..W4, both clients and the diagnostics, with the paired ratios and targets.

@@ -7,7 +7,7 @@ use crate::codec;
 use crate::config::{limits, Ctx, Sizes};
 use crate::mem::mem_in_child;
 use crate::report::Report;
-use crate::workloads::{self, w5, Which, Workload};
+use crate::workloads::{self, tls, w5, Which, Workload};
 use crate::{loadavg, resolve, runtime_name, Res};
 
 /// Starts (or connects to) the server, runs the chosen workloads, prints the report.
@@ -39,6 +39,7 @@ pub(crate) async fn run(args: &Args) -> Res<()> {
         root: format!("/zk-bench-{}", std::process::id()),
         sizes,
         limits: limits(args.quick),
+        tls: None,
     };
     eprintln!(
         "server {connect}; {} round(s){}; runtime: {}",
@@ -95,6 +96,9 @@ async fn measure_all(args: &Args, ctx: &Ctx) -> Res<Report> {
     }
     if wanted(args, Workload::Codec) {
         codec_rounds(&mut report, args, ctx);
+    }
+    if wanted(args, Workload::Tls) {
+        tls_rounds(&mut report, args, ctx).await;
     }
     Ok(report)
 }
@@ -182,6 +186,39 @@ async fn mem_round(report: &mut Report, args: &Args, ctx: &Ctx, round: usize) {
                 report.mem.push((which, kib));
             }
             Err(e) => report.fail(format!("mem ({}) round {round}: {e}", which.name())),
+        }
+    }
+}
+
+/// zk-client's W1 and W2 over plain TCP and over TLS on one TLS-enabled server, alternating
+/// which goes first.
+async fn tls_rounds(report: &mut Report, args: &Args, ctx: &Ctx) {
+    eprintln!("starting a ZooKeeper with a secure client port (keystores made now) ...");
+    let bed = match tls::TlsBed::start(ctx).await {
+        Ok(bed) => bed,
+        Err(e) => return report.fail(format!("tls: {e}")),
+    };
+    for round in 0..args.rounds {
+        let order = if round % 2 == 0 {
+            [false, true]
+        } else {
+            [true, false]
+        };
+        for over_tls in order {
+            pause().await;
+            let c = if over_tls { &bed.tls } else { &bed.plain };
+            match tls::run(c).await {
+                Ok((w1, w2)) => {
+                    eprintln!(
+                        "round {round} tls     zk-client {:<5} W1 {:>7.1} us CPU/op, W2 {:>5.1} us CPU/op",
+                        if over_tls { "TLS" } else { "TCP" },
+                        w1.cpu_ms_per_1k(),
+                        w2.cpu_ms_per_1k()
+                    );
+                    report.tls.push((over_tls, w1, w2));
+                }
+                Err(e) => report.fail(format!("tls (over TLS: {over_tls}) round {round}: {e}")),
+            }
         }
     }
 }

@@ -62,10 +62,11 @@ pub(crate) async fn connect_ours(ctx: &Ctx) -> Res<zk_client::Client> {
 /// zk-client with [`zk_client::ClientBuilder::batch_reads`] set as given.
 pub(super) async fn connect_ours_with(ctx: &Ctx, batch_reads: bool) -> Res<zk_client::Client> {
     let c = bounded(ctx.limits.step, "connect (ours)", async {
-        Ok(zk_client::Client::builder(&ctx.connect)
-            .batch_reads(batch_reads)
-            .connect()
-            .await?)
+        let mut builder = zk_client::Client::builder(&ctx.connect).batch_reads(batch_reads);
+        if let Some(tls) = &ctx.tls {
+            builder = builder.tls(tls.clone());
+        }
+        Ok(builder.connect().await?)
     })
     .await?;
     Ok(c)

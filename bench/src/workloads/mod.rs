@@ -5,6 +5,7 @@
 //! bounded by [`Limits`].
 
 mod common;
+pub(crate) mod tls;
 mod w1;
 mod w2;
 mod w3;
@@ -40,6 +41,8 @@ pub(crate) enum Workload {
     Codec,
     /// Memory per idle session.
     Mem,
+    /// zk-client's W1 and W2 over TLS against plain TCP, on one server.
+    Tls,
 }
 
 /// A workload's target, checked on the medians of the paired ratios.
@@ -49,7 +52,7 @@ pub(crate) struct Target {
 }
 
 impl Workload {
-    pub(crate) const ALL: [Workload; 10] = [
+    pub(crate) const ALL: [Workload; 11] = [
         Workload::W1,
         Workload::W2,
         Workload::W2eager,
@@ -60,6 +63,7 @@ impl Workload {
         Workload::W5,
         Workload::Codec,
         Workload::Mem,
+        Workload::Tls,
     ];
 
     /// The workloads both clients run, back to back, in report order.
@@ -92,6 +96,7 @@ impl Workload {
             Workload::W5 => "W5",
             Workload::Codec => "codec",
             Workload::Mem => "mem",
+            Workload::Tls => "tls",
         }
     }
 
@@ -117,7 +122,7 @@ impl Workload {
             Workload::W3 => w3::run(ctx, which, round).await,
             Workload::W4 => w4::run(ctx, which, round).await,
             Workload::W4bare => w4::bare(ctx, round).await,
-            Workload::W5 | Workload::Codec | Workload::Mem => {
+            Workload::W5 | Workload::Codec | Workload::Mem | Workload::Tls => {
                 Err(format!("{} is not a sampled workload", self.name()).into())
             }
         }

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use integration_tests::{chroot, standalone, ZkTarget};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
+use zk_client::SessionManager;
 use zk_client::{AddWatchMode, Client, CreateOptions};
-use zk_recipes::FairLock;
+use zk_recipes::{FairLock, LeaderLatch, LeadershipPolicy};
 
 /// Metric values by `name{label=value,...}` (labels sorted).
 fn read(snapshotter: &Snapshotter) -> HashMap<String, DebugValue> {
@@ -126,4 +127,33 @@ async fn client_and_lock_metrics_move() {
         Some(DebugValue::Gauge(g)) => assert_eq!(g.0, 0.0, "nothing is in flight now"),
         other => panic!("in flight: {other:?}"),
     }
+
+    // Leader election: two latches on one path; the first leads, closes, the second leads.
+    let (ma, mb) = (
+        SessionManager::connect(Client::builder(&hosts))
+            .await
+            .unwrap(),
+        SessionManager::connect(Client::builder(&hosts))
+            .await
+            .unwrap(),
+    );
+    let a = LeaderLatch::start(&ma, "/election", "a", LeadershipPolicy::Standard).unwrap();
+    a.await_leadership(Some(Duration::from_secs(20)))
+        .await
+        .unwrap();
+    let b = LeaderLatch::start(&mb, "/election", "b", LeadershipPolicy::Standard).unwrap();
+    a.close().await.unwrap();
+    b.await_leadership(Some(Duration::from_secs(20)))
+        .await
+        .unwrap();
+    let m = read(&snapshotter);
+    assert_eq!(
+        counter(
+            &m,
+            "zk_recipes_leadership_changes_total{change=taken,kind=latch}"
+        ),
+        2,
+        "a, then b"
+    );
+    b.close().await.unwrap();
 }

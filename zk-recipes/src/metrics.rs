@@ -84,3 +84,22 @@ fn record_hold(kind: &'static str, held: Duration) {
     #[cfg(not(feature = "metrics"))]
     let _ = (kind, held);
 }
+
+/// A participant of the election at `lock_name` (`latch-` or `lock-`) took (`true`) or gave
+/// up (`false`) leadership: `zk_recipes_leadership_changes_total{kind, change}`.
+#[inline]
+pub(crate) fn leadership(lock_name: &str, taken: bool) {
+    #[cfg(feature = "metrics")]
+    {
+        let kind = if lock_name.starts_with("latch") {
+            "latch"
+        } else {
+            "selector"
+        };
+        let change = if taken { "taken" } else { "lost" };
+        ::metrics::counter!("zk_recipes_leadership_changes_total", "kind" => kind, "change" => change)
+            .increment(1);
+    }
+    #[cfg(not(feature = "metrics"))]
+    let _ = (lock_name, taken);
+}

@@ -67,6 +67,7 @@ impl Ctx {
                 session_id: client.session_id(),
             });
             debug!(node, number, "leadership taken");
+            crate::metrics::leadership(self.lock_name, true);
             true
         });
     }
@@ -76,6 +77,7 @@ impl Ctx {
         self.state.send_if_modified(|state| {
             if state.is_leader() {
                 *state = Leadership::Follower;
+                crate::metrics::leadership(self.lock_name, false);
                 true
             } else {
                 false

@@ -1,5 +1,6 @@
 //! Command-line syntax (clap derive).
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
@@ -41,6 +42,27 @@ pub(crate) struct Global {
     /// Print JSON (one document per line) instead of text; errors go to stderr as JSON too.
     #[arg(long, global = true)]
     pub(crate) json: bool,
+    /// Connect with TLS (every host of the connect string: its secure client port).
+    /// Without `--tls-ca`, the system's root certificates are trusted.
+    #[arg(long, global = true, env = "ZK_TLS")]
+    pub(crate) tls: bool,
+    /// TLS: the CA certificate(s) to trust (PEM file). Implies `--tls`.
+    #[arg(long, global = true, env = "ZK_TLS_CA")]
+    pub(crate) tls_ca: Option<PathBuf>,
+    /// TLS: our client certificate (PEM file), with `--tls-key`. Implies `--tls`.
+    #[arg(long, global = true, env = "ZK_TLS_CERT", requires = "tls_key")]
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// TLS: the client certificate's private key (PEM file), with `--tls-cert`.
+    #[arg(long, global = true, env = "ZK_TLS_KEY", requires = "tls_cert")]
+    pub(crate) tls_key: Option<PathBuf>,
+    /// TLS: do not check that the server certificate names the host (the chain is still
+    /// checked).
+    #[arg(long, global = true)]
+    pub(crate) tls_no_verify_hostname: bool,
+    /// SASL DIGEST-MD5 as `user:password` (ZooKeeper's JAAS `DigestLoginModule`), before
+    /// anything else on every connection.
+    #[arg(long, global = true, env = "ZK_SASL")]
+    pub(crate) sasl: Option<String>,
 }
 
 /// The commands.

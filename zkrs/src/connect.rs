@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use zk_client::{Client, Error as ZkError};
+use zk_client::{Client, ClientBuilder, Error as ZkError, TlsOptions};
 
 use crate::cli::Global;
 use crate::error::CliError;
@@ -19,13 +19,13 @@ impl Session {
     /// Connects within `--connect-timeout`, then adds `--auth` credentials.
     pub(crate) async fn open(global: &Global) -> Result<Session, CliError> {
         let within = global.connect_timeout;
-        let connecting = Client::builder(&global.connect)
+        let builder = Client::builder(&global.connect)
             .session_timeout(global.session_timeout)
             .establish_timeout(within)
             .connect_timeout(within)
             .request_timeout(global.session_timeout)
-            .reconnect_wait(within)
-            .connect();
+            .reconnect_wait(within);
+        let connecting = secure(builder, global)?.connect();
         // A second bound of our own: the establish timeout is the client's promise, this is ours.
         let client = match tokio::time::timeout(within + Duration::from_millis(500), connecting)
             .await
@@ -69,4 +69,27 @@ impl Session {
     pub(crate) async fn close(&self) {
         let _ = tokio::time::timeout(CLOSE_WAIT, self.client.close()).await;
     }
+}
+
+/// The TLS and SASL options of the command line, on `builder`.
+fn secure(mut builder: ClientBuilder, global: &Global) -> Result<ClientBuilder, CliError> {
+    if global.tls || global.tls_ca.is_some() || global.tls_cert.is_some() {
+        let mut tls = TlsOptions::new().verify_hostname(!global.tls_no_verify_hostname);
+        if let Some(ca) = &global.tls_ca {
+            tls = tls.ca_file(ca);
+        }
+        if let (Some(cert), Some(key)) = (&global.tls_cert, &global.tls_key) {
+            tls = tls.client_cert_files(cert, key);
+        }
+        builder = builder.tls(tls);
+    }
+    if let Some(sasl) = &global.sasl {
+        let Some((user, password)) = sasl.split_once(':') else {
+            return Err(CliError::Usage(
+                "--sasl takes user:password (DIGEST-MD5)".into(),
+            ));
+        };
+        builder = builder.sasl_digest_md5(user, password);
+    }
+    Ok(builder)
 }

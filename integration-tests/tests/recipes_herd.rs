@@ -10,8 +10,8 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{connect, wait_children};
-use integration_tests::{chroot, fresh_standalone, probe, Server, ZkTarget};
+use common::{connect, notifications, wait_children, wait_watches};
+use integration_tests::{chroot, fresh_standalone, ZkTarget};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::time::{timeout, Instant};
 use zk_client::Client;
@@ -181,18 +181,4 @@ async fn an_observed_holder_still_wakes_only_the_next_waiter() {
     for _ in 1..3 {
         timeout(LIMIT, acquired.recv()).await.unwrap().unwrap();
     }
-}
-
-/// Watch notifications the server has sent so far.
-async fn notifications(server: &Server) -> i64 {
-    probe::watch_notifications(server.addr())
-        .await
-        .expect("mntr watch counters")
-}
-
-/// Waits until the server holds exactly `n` watches.
-async fn wait_watches(server: &Server, n: usize) {
-    probe::wait_total_watches(server.addr(), n, LIMIT)
-        .await
-        .expect("watch count");
 }

@@ -7,9 +7,12 @@ mod leader_common;
 
 use std::time::Duration;
 
+use common::{notifications, wait_watches};
 use integration_tests::proxy::{Cut, Mode, Proxy};
-use integration_tests::{chroot, fresh_standalone, probe, standalone, Server, ZkTarget};
-use leader_common::{join, leaders, leads, manager, wait_nodes, within, TermLog, LIMIT};
+use integration_tests::{chroot, fresh_standalone, standalone, ZkTarget};
+use leader_common::{
+    join, leaders, leads, manager, participant_ids, wait_nodes, within, TermLog, LIMIT,
+};
 use zk_client::SessionState;
 use zk_recipes::{Leadership, LeadershipPolicy};
 
@@ -252,13 +255,7 @@ async fn a_deleted_leader_node_ends_the_term_and_the_participant_joins_again_at_
     leads(&b).await;
     assert!(!a.is_leader());
     wait_nodes(&admin, PATH, 2).await;
-    let ids: Vec<_> = b
-        .participants()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|p| p.id)
-        .collect();
+    let ids = participant_ids(b.participants().await);
     assert_eq!(ids, ["b", "a"], "a joined again behind b with a new node");
     b.close().await.unwrap();
     leads(&a).await;
@@ -270,18 +267,4 @@ async fn a_deleted_leader_node_ends_the_term_and_the_participant_joins_again_at_
     terms.sort_by_key(|t| t.start);
     let who: Vec<_> = terms.into_iter().map(|t| t.who).collect();
     assert_eq!(who, ["a", "b", "a"]);
-}
-
-/// Watch notifications the server has sent so far.
-async fn notifications(server: &Server) -> i64 {
-    probe::watch_notifications(server.addr())
-        .await
-        .expect("mntr watch counters")
-}
-
-/// Waits until the server holds exactly `n` watches.
-async fn wait_watches(server: &Server, n: usize) {
-    probe::wait_total_watches(server.addr(), n, LIMIT)
-        .await
-        .expect("watch count");
 }

@@ -9,7 +9,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use integration_tests::{chroot, standalone, ZkTarget};
-use leader_common::{join, leads, manager, wait_nodes, within, TermLog};
+use leader_common::{join, leads, manager, participant_ids, wait_nodes, within, TermLog};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use zk_recipes::LeadershipPolicy;
@@ -111,13 +111,7 @@ async fn rust_and_curator_latches_elect_one_leader_and_curator_names_ours() {
     wait_nodes(&admin, PATH, 3).await;
     assert_eq!(java.leader_id().await, "rust-1");
     assert!(!java.has_leadership().await);
-    let ids: Vec<_> = rust2
-        .participants()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|p| p.id)
-        .collect();
+    let ids = participant_ids(rust2.participants().await);
     assert_eq!(ids, ["rust-1", "java-1", "rust-2"]);
 
     // Rust leader leaves: Curator leads, and only Curator.

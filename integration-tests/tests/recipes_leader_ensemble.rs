@@ -7,7 +7,7 @@ mod common;
 mod leader_common;
 
 use integration_tests::{chroot, ensemble};
-use leader_common::{join, leaders, leads, manager, wait_nodes, within, TermLog};
+use leader_common::{join, leaders, leads, manager, participant_ids, wait_nodes, within, TermLog};
 use zk_recipes::LeadershipPolicy;
 
 const PATH: &str = "/election/failover";
@@ -46,13 +46,7 @@ async fn leadership_moves_when_the_leaders_server_fails_and_the_old_leader_rejoi
         .unwrap();
     assert_ne!(renewed.client.session_id(), first_session);
     wait_nodes(&admin, PATH, 3).await;
-    let ids: Vec<_> = c
-        .participants()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|p| p.id)
-        .collect();
+    let ids = participant_ids(c.participants().await);
     assert_eq!(ids, ["b", "c", "a"]);
     assert_eq!(leaders(&[&a, &b, &c]), 1);
 

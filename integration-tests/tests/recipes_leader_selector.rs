@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use integration_tests::proxy::{Mode, Proxy};
 use integration_tests::{chroot, standalone, ZkTarget};
-use leader_common::{manager, within, LIMIT};
+use leader_common::{manager, participant_ids, within, LIMIT};
 use tokio::time::Instant;
 use zk_recipes::{LeaderSelector, LeadershipPolicy};
 
@@ -75,13 +75,7 @@ async fn works_take_turns_and_requeue_without_overlap() {
         assert!(Instant::now() < end, "too few terms");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let ids: Vec<_> = selectors[0]
-        .participants()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|p| p.id)
-        .collect();
+    let ids = participant_ids(selectors[0].participants().await);
     assert_eq!(ids.len(), 3, "{ids:?}");
     for s in &selectors {
         s.close().await.unwrap();

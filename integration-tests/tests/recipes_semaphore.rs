@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{children, connect, shared_root, wait_children};
+use common::{children, connect, notifications, shared_root, wait_children};
 use integration_tests::proxy::Proxy;
-use integration_tests::{chroot, expire_session, fresh_standalone, probe, standalone, ZkTarget};
+use integration_tests::{chroot, expire_session, fresh_standalone, standalone, ZkTarget};
 use tokio::sync::mpsc;
 use tokio::time::{timeout, Instant};
 use zk_client::{Client, CreateOptions};
@@ -106,13 +106,6 @@ async fn leases_never_exceed_the_count_under_contention_and_expiry() {
         children(&admin, "/sema/locks").await.is_empty(),
         "mutex nodes left"
     );
-}
-
-/// Watch notifications the server has sent so far (as recipes_herd.rs counts them).
-async fn notifications(server: &integration_tests::Server) -> i64 {
-    probe::watch_notifications(server.addr())
-        .await
-        .expect("mntr watch counters")
 }
 
 /// Polls until the notification count has not moved for 300 ms; returns it.

@@ -77,3 +77,17 @@ pub async fn bump_counter(client: &Client, path: &str) {
         .await
         .expect("write counter");
 }
+
+/// Watch notifications `server` has sent so far (`mntr`'s watch counters).
+pub async fn notifications(server: &integration_tests::Server) -> i64 {
+    integration_tests::probe::watch_notifications(server.addr())
+        .await
+        .expect("mntr watch counters")
+}
+
+/// Waits (at most a minute) until `server` holds exactly `n` watches.
+pub async fn wait_watches(server: &integration_tests::Server, n: usize) {
+    integration_tests::probe::wait_total_watches(server.addr(), n, Duration::from_secs(60))
+        .await
+        .expect("watch count");
+}

@@ -163,3 +163,14 @@ pub async fn wait_nodes(client: &Client, path: &str, n: usize) -> Vec<String> {
 pub fn leaders(latches: &[&LeaderLatch]) -> usize {
     latches.iter().filter(|l| l.is_leader()).count()
 }
+
+/// The participant ids of an election, in queue order.
+pub fn participant_ids(
+    participants: zk_recipes::Result<Vec<zk_recipes::leader::Participant>>,
+) -> Vec<String> {
+    participants
+        .expect("participants")
+        .into_iter()
+        .map(|p| p.id)
+        .collect()
+}

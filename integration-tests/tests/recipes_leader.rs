@@ -1,6 +1,7 @@
 //! Leader latch on a real server: one leader at a time (a shared log of terms checked for
 //! overlaps), leadership moves on close and on the leader's session expiry, the expired
-//! leader re-joins on a new session, the two connection-state policies, and no herd.
+//! leader re-joins on a new session, the two connection-state policies, no herd, and a first
+//! node of another session is replaced, not led from (CURATOR-696).
 
 mod common;
 mod leader_common;
@@ -13,7 +14,7 @@ use integration_tests::{chroot, fresh_standalone, standalone, ZkTarget};
 use leader_common::{
     join, leaders, leads, manager, participant_ids, wait_nodes, within, TermLog, LIMIT,
 };
-use zk_client::SessionState;
+use zk_client::{CreateOptions, SessionState};
 use zk_recipes::{Leadership, LeadershipPolicy};
 
 const PATH: &str = "/election/latch";
@@ -267,4 +268,49 @@ async fn a_deleted_leader_node_ends_the_term_and_the_participant_joins_again_at_
     terms.sort_by_key(|t| t.start);
     let who: Vec<_> = terms.into_iter().map(|t| t.who).collect();
     assert_eq!(who, ["a", "b", "a"]);
+}
+
+#[tokio::test]
+async fn a_first_node_of_another_session_is_replaced_instead_of_led_from() {
+    let server = standalone().await;
+    let root = chroot(server, "leader_foreign_owner").await;
+    let hosts = server.hosts(&root);
+    let admin = common::connect(&hosts).await;
+    let log = TermLog::default();
+    let (ma, mb) = (manager(&hosts).await, manager(&hosts).await);
+    let a = join(&log, &ma, PATH, "a", LeadershipPolicy::Standard);
+    leads(&a).await;
+    let b = join(&log, &mb, PATH, "b", LeadershipPolicy::Standard);
+    let nodes = wait_nodes(&admin, PATH, 2).await;
+    let a_node = a.leadership().term().unwrap().node.clone();
+    let b_name = nodes
+        .iter()
+        .find(|n| !a_node.ends_with(n.as_str()))
+        .unwrap()
+        .clone();
+    // B's node is swapped for one of the same name owned by another session (the admin's),
+    // while B watches A's node and cannot notice.
+    let b_node = format!("{PATH}/{b_name}");
+    admin.delete(&b_node, None).await.unwrap();
+    admin
+        .create(&b_node, b"b", &CreateOptions::ephemeral())
+        .await
+        .unwrap();
+
+    // A leaves: B finds its name first, but the node is not its session's (CURATOR-696). It
+    // must not lead from it, nor wait forever: it replaces it with a node of its own.
+    a.close().await.unwrap();
+    leads(&b).await;
+    let term = b.leadership().term().unwrap().clone();
+    assert_ne!(term.node, b_node, "led from another session's node");
+    let stat = admin.exists(&term.node).await.unwrap().expect("b's node");
+    assert_eq!(stat.ephemeral_owner, term.session_id);
+    assert_eq!(wait_nodes(&admin, PATH, 1).await, [last(&term.node)]);
+    b.close().await.unwrap();
+    let who: Vec<_> = log.assert_no_overlap().into_iter().map(|t| t.who).collect();
+    assert_eq!(who, ["a", "b"]);
+}
+
+fn last(path: &str) -> String {
+    path.rsplit('/').next().unwrap_or(path).to_owned()
 }

@@ -6,14 +6,15 @@
 //!   ▼
 //! list, sort ─ we are gone ─────────────────────────────▶ create a new node (CURATOR-724)
 //!   ├─ first: getData+watch own node, owner == our session ─▶ Leader(term) until deleted,
-//!   │        suspended (Standard policy: Follower, re-check on reconnect) or session end
+//!   │        suspended (Standard policy: Follower, re-check on reconnect) or session end;
+//!   │        owner is another session ─▶ delete that version, create a new node
 //!   └─ else: getData+watch the predecessor, wait, list again
 //! ```
 
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
-use tracing::debug;
+use tracing::{debug, warn};
 use uuid::Uuid;
 use zk_client::{Client, CreateMode, CreateOptions, EventType, SessionState, Stat, Watcher};
 
@@ -192,7 +193,8 @@ async fn wait_event(client: &Client, watcher: Watcher) -> Result<()> {
 
 /// We are first: confirm the node is our session's (CURATOR-696) and lead until it is
 /// deleted, the session ends, or (Standard policy) the connection is lost and comes back.
-/// Returns `false` when our node is gone, `true` to look at the queue again.
+/// Returns `false` when our node is gone (or was another session's and is removed now),
+/// `true` to look at the queue again.
 async fn lead(ctx: &Ctx, client: &Client, ours: &str) -> Result<bool> {
     let path = format!("{}/{ours}", ctx.base);
     let mut states = client.state_watcher();
@@ -206,7 +208,21 @@ async fn lead(ctx: &Ctx, client: &Client, ours: &str) -> Result<bool> {
         Err(e) => return Err(e.into()),
     };
     if stat.ephemeral_owner != client.session_id() {
-        return Err(Error::LockLost(LossReason::SessionEnded));
+        // A node with our name that another session owns (CURATOR-696): never lead from it,
+        // and do not wait behind it either. Like Curator's reset, remove it (only this
+        // version of it) and join again with a new node.
+        warn!(node = %path, owner = stat.ephemeral_owner, "our node belongs to another session; replacing it");
+        match client.delete(&path, Some(stat.version)).await {
+            Ok(()) | Err(zk_client::Error::NoNode) => {}
+            // Written to meanwhile: look again (and check its owner again).
+            Err(zk_client::Error::BadVersion) => return Ok(true),
+            Err(e) if e.is_connection_loss() => {
+                wait_connected(client).await?;
+                return Ok(true);
+            }
+            Err(e) => return Err(e.into()),
+        }
+        return Ok(false);
     }
     if ctx.policy == LeadershipPolicy::Standard && states.current() != SessionState::Connected {
         // Suspended (or on a read-only server): lead only once connected read/write again.

@@ -29,8 +29,9 @@ const MAX_ROUNDS: usize = 1_000_000;
 /// containers) with the participant id as data: the layout of Curator's `LeaderLatch`, so
 /// Java and Rust participants on one path elect one leader between them, and Curator's
 /// `getLeader().getId()` names a Rust leader's id. A participant leads when its node is
-/// first AND the node's `ephemeralOwner` is its session (CURATOR-696). Each participant
-/// watches only its predecessor, so a leader change wakes one participant.
+/// first AND the node's `ephemeralOwner` is its session (CURATOR-696); a node of its name
+/// that another session owns is deleted and replaced by a new one, as Curator's `reset`.
+/// Each participant watches only its predecessor, so a leader change wakes one participant.
 ///
 /// The latch runs in a background task on a [`SessionManager`]: after an expiry it steps
 /// down (nothing is carried over) and joins again on the manager's next session, with a

@@ -9,7 +9,7 @@ use integration_tests::{chroot, standalone, ZkTarget};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use zk_client::SessionManager;
 use zk_client::{AddWatchMode, Client, CreateOptions};
-use zk_recipes::{FairLock, LeaderLatch, LeadershipPolicy};
+use zk_recipes::{FairLock, LeaderLatch, LeadershipPolicy, Semaphore};
 
 /// Metric values by `name{label=value,...}` (labels sorted).
 fn read(snapshotter: &Snapshotter) -> HashMap<String, DebugValue> {
@@ -93,7 +93,8 @@ async fn client_and_lock_metrics_move() {
 
     let lock = FairLock::new(client.clone(), "/lock").unwrap();
     let guard = lock.acquire().await.unwrap();
-    let other = FairLock::new(Client::connect(&hosts).await.unwrap(), "/lock").unwrap();
+    let second = Client::connect(&hosts).await.unwrap();
+    let other = FairLock::new(second.clone(), "/lock").unwrap();
     let timed_out = other.acquire_timeout(Duration::from_millis(200)).await;
     assert!(
         matches!(timed_out, Err(zk_recipes::Error::Timeout)),
@@ -101,6 +102,18 @@ async fn client_and_lock_metrics_move() {
     );
     tokio::time::sleep(Duration::from_millis(50)).await;
     guard.release().await.unwrap();
+
+    // A semaphore of one lease: one taken, one timed out, one released. Its own `locks`
+    // mutex is not counted as a mutex acquisition.
+    let slots = Semaphore::new(client.clone(), "/slots", 1).unwrap();
+    let lease = slots.acquire().await.unwrap();
+    let waiting = Semaphore::new(second, "/slots", 1).unwrap();
+    let timed_out = waiting.acquire_timeout(Duration::from_millis(200)).await;
+    assert!(
+        matches!(timed_out, Err(zk_recipes::Error::Timeout)),
+        "{timed_out:?}"
+    );
+    lease.release().await.unwrap();
     drop(watcher);
 
     let m = read(&snapshotter);
@@ -139,6 +152,18 @@ async fn client_and_lock_metrics_move() {
     );
     assert_eq!(samples(&m, "zk_recipes_lock_wait_seconds{kind=mutex}"), 1);
     assert_eq!(samples(&m, "zk_recipes_lock_hold_seconds{kind=mutex}"), 1);
+    for outcome in ["acquired", "timeout"] {
+        let key = format!("zk_recipes_lock_acquisitions_total{{kind=semaphore,outcome={outcome}}}");
+        assert_eq!(counter(&m, &key), 1, "{key}");
+    }
+    assert_eq!(
+        samples(&m, "zk_recipes_lock_wait_seconds{kind=semaphore}"),
+        1
+    );
+    assert_eq!(
+        samples(&m, "zk_recipes_lock_hold_seconds{kind=semaphore}"),
+        1
+    );
     // Dropping the watcher sent a RemoveWatches in the background: the gauge comes back to
     // zero once its reply is in, and stays there (no request is counted twice or leaked).
     assert_eq!(

@@ -12,8 +12,9 @@ use tracing::{debug, Instrument};
 use crate::error::{Error, Result};
 use crate::guard::{LockGuard, ReleaseHook};
 
-/// Which lock: `mutex` (FairLock), `read`/`write` (ReadWriteLock sides), `exclusive`
-/// (ExclusiveLock), from the lock name in the node names.
+/// Which lock: `mutex` (FairLock), `read`/`write` (ReadWriteLock sides), from the lock name
+/// in the node names. `exclusive` (ExclusiveLock) and `semaphore` (per lease) are set by
+/// those recipes.
 pub(crate) fn kind_of(lock_name: &str) -> &'static str {
     match lock_name {
         "__READ__" => "read",
@@ -22,7 +23,8 @@ pub(crate) fn kind_of(lock_name: &str) -> &'static str {
     }
 }
 
-/// Runs one acquire inside a `lock_acquire` debug span and records its wait and outcome.
+/// Runs one acquire inside a `lock_acquire` debug span and records its wait and outcome
+/// (`Ok(None)`: busy).
 pub(crate) async fn acquire<F>(kind: &'static str, path: &str, fut: F) -> Result<Option<LockGuard>>
 where
     F: Future<Output = Result<Option<LockGuard>>>,

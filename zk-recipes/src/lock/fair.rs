@@ -13,7 +13,7 @@ use super::acquire::{acquire, QueueSpec};
 use super::naming::{Intent, MUTEX_LOCK_NAME};
 use super::support::{check_base, local_permit, Owner};
 use crate::error::{Error, Result};
-use crate::guard::{Hold, LockGuard};
+use crate::guard::{Hold, LockGuard, ReleaseHook};
 use crate::owner::{local_address, participants, Participant};
 use crate::retry::deadline_after;
 
@@ -29,6 +29,9 @@ pub(crate) struct Inner {
     /// For a read lock: the write lock of the same [`crate::ReadWriteLock`], whose node does
     /// not block its own owner's read (a downgrade).
     companion: Option<Arc<Inner>>,
+    /// The `kind` label of its lock metrics and spans; `None` for a lock inside another
+    /// recipe (a semaphore's mutex), which that recipe reports under its own kind.
+    kind: Option<&'static str>,
 }
 
 impl Inner {
@@ -120,6 +123,7 @@ impl FairLock {
         spec: QueueSpec,
         companion: Option<&FairLock>,
     ) -> FairLock {
+        let spec_lock_name = spec.lock_name;
         FairLock {
             inner: Arc::new(Inner {
                 client,
@@ -127,8 +131,15 @@ impl FairLock {
                 local: Arc::new(Semaphore::new(1)),
                 holder: Arc::new(Mutex::new(None)),
                 companion: companion.map(|c| c.inner.clone()),
+                kind: Some(crate::metrics::kind_of(spec_lock_name)),
             }),
         }
+    }
+
+    /// A mutex used inside another recipe: no metrics or spans of its own.
+    pub(crate) fn internal(client: Client, path: &str) -> Result<FairLock> {
+        let lock = FairLock::new(client, path)?;
+        Ok(lock.rebuilt(lock.inner.spec.clone(), None))
     }
 
     /// The lock's path.
@@ -151,14 +162,19 @@ impl FairLock {
     pub fn with_owner_data(&self, data: impl Into<Bytes>) -> FairLock {
         let mut spec = self.inner.spec.clone();
         spec.data = data.into();
-        let companion = self.inner.companion.clone();
+        self.rebuilt(spec, self.inner.kind)
+    }
+
+    /// A new instance (own local queue and re-entry) with `spec` and metrics `kind`.
+    fn rebuilt(&self, spec: QueueSpec, kind: Option<&'static str>) -> FairLock {
         FairLock {
             inner: Arc::new(Inner {
                 client: self.inner.client.clone(),
                 spec,
                 local: Arc::new(Semaphore::new(1)),
                 holder: Arc::new(Mutex::new(None)),
-                companion,
+                companion: self.inner.companion.clone(),
+                kind,
             }),
         }
     }
@@ -256,11 +272,12 @@ impl FairLock {
         deadline: Option<Instant>,
         try_only: bool,
     ) -> Result<Option<LockGuard>> {
-        let kind = crate::metrics::kind_of(self.inner.spec.lock_name);
         let inner = self.acquire_inner(deadline, try_only);
-        crate::metrics::acquire(kind, &self.inner.spec.base, inner)
-            .await
-            .map_err(Error::session_end_as_loss)
+        let result = match self.inner.kind {
+            Some(kind) => crate::metrics::acquire(kind, &self.inner.spec.base, inner).await,
+            None => inner.await,
+        };
+        result.map_err(Error::session_end_as_loss)
     }
 
     async fn acquire_inner(
@@ -300,8 +317,10 @@ impl FairLock {
             }
             drop(permit);
         });
-        let kind = crate::metrics::kind_of(self.inner.spec.lock_name);
-        let hook = crate::metrics::on_release(kind, &acquired.path, hook);
+        let hook: ReleaseHook = match self.inner.kind {
+            Some(kind) => crate::metrics::on_release(kind, &acquired.path, hook),
+            None => hook,
+        };
         let hold = Hold::new(
             self.inner.client.clone(),
             acquired.path,

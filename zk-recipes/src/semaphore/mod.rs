@@ -40,6 +40,8 @@ const LOCK_PARENT: &str = "locks";
 const LEASE_PARENT: &str = "leases";
 /// Curator's `InterProcessSemaphoreV2.LEASE_BASE_NAME`.
 const LEASE_NAME: &str = "lease-";
+/// The `kind` label of the semaphore's lock metrics (one acquisition per lease).
+const METRICS_KIND: &str = "semaphore";
 
 /// A lease of a [`Semaphore`]: a guard over our lease node, with everything a [`LockGuard`]
 /// offers (the same `Held` / `Suspended` / `Lost` signal, fencing token, fenced writes).
@@ -95,7 +97,7 @@ impl Semaphore {
                 "a semaphore needs at least one lease",
             ));
         }
-        let mutex = FairLock::new(client.clone(), &format!("{path}/{LOCK_PARENT}"))?;
+        let mutex = FairLock::internal(client.clone(), &format!("{path}/{LOCK_PARENT}"))?;
         let leases = QueueSpec {
             base: format!("{path}/{LEASE_PARENT}"),
             lock_name: LEASE_NAME,
@@ -205,7 +207,15 @@ impl Semaphore {
         participants(&self.client, &self.leases.base).await
     }
 
+    /// One lease, within the `semaphore` kind's metrics and span.
     async fn acquire_one(&self, deadline: Option<Instant>) -> Result<Lease> {
+        let lease = async { self.acquire_unmetered(deadline).await.map(Some) };
+        crate::metrics::acquire(METRICS_KIND, &self.path, lease)
+            .await?
+            .ok_or(Error::Timeout)
+    }
+
+    async fn acquire_unmetered(&self, deadline: Option<Instant>) -> Result<Lease> {
         let mutex = self.mutex.acquire_by(deadline).await?;
         let lease = self
             .add_lease(deadline)
@@ -241,7 +251,7 @@ impl Semaphore {
         match waited {
             Ok((path, stat, epoch)) => {
                 orphan.disarm();
-                let hook = Box::new(|| {});
+                let hook = crate::metrics::on_release(METRICS_KIND, &path, Box::new(|| {}));
                 Ok(Hold::new(self.client.clone(), path, stat, epoch, hook, false).into_guard())
             }
             Err(e) => {

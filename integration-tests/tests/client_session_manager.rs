@@ -1,6 +1,6 @@
 //! `SessionManager` on a real server: after an expiry it publishes a new client, on a new
 //! session, that works; the old client stays expired; nothing of the old session is
-//! carried over; close ends the manager.
+//! carried over; close and an auth failure end the manager (no renewal).
 
 mod leader_common;
 
@@ -125,4 +125,28 @@ async fn renewal_retries_with_backoff_until_a_server_accepts_a_new_session() {
     assert!(refused_at.elapsed() < Duration::from_secs(10));
     new.client.exists("/").await.unwrap();
     m.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_auth_failure_ends_the_manager_without_renewal() {
+    let server = standalone().await;
+    let root = chroot(server, "session_manager_auth_failed").await;
+    let m = manager(&server.hosts(&root)).await;
+    let mut clients = m.subscribe();
+    let client = m.client();
+    // The server rejects an unknown scheme with AUTHFAILED and closes the connection: the
+    // same credentials would fail on any new session, so the manager must not renew.
+    let added = client.add_auth("no-such-scheme", b"x").await;
+    assert!(matches!(added, Err(Error::AuthFailed)), "{added:?}");
+    assert_eq!(client.state(), SessionState::AuthFailed);
+    assert!(matches!(
+        within("end", clients.changed()).await,
+        Err(Error::AuthFailed)
+    ));
+    assert!(matches!(m.ended(), Some(Error::AuthFailed)));
+    assert_eq!(
+        m.current().number,
+        1,
+        "no new session after an auth failure"
+    );
 }

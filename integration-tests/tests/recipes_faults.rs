@@ -6,12 +6,14 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{children, connect, make_counter, read_counter, wait_children};
+use common::{
+    children, connect, make_counter, passwd, read_counter, wait_children, wait_lock_state,
+};
 use integration_tests::proxy::{Mode, Proxy};
 use integration_tests::{chroot, ensemble, expire_session, probe, standalone, ZkTarget};
 use tokio::time::{timeout, Instant};
 use zk_client::{Client, Op, SessionState};
-use zk_recipes::{FairLock, LockState, LossReason, ReadWriteLock, Released};
+use zk_recipes::{FairLock, LockState, LossReason, ReadWriteLock};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -21,24 +23,6 @@ fn protected_runs() -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(100)
-}
-
-fn passwd(client: &Client) -> [u8; 16] {
-    let mut p = [0u8; 16];
-    let bytes = client.session_password();
-    assert_eq!(bytes.len(), 16, "session password length");
-    p.copy_from_slice(&bytes);
-    p
-}
-
-/// Waits until the lock state satisfies `pred`, within `limit`.
-async fn wait_state(guard: &zk_recipes::LockGuard, pred: impl Fn(LockState) -> bool) -> LockState {
-    let mut rx = guard.state_watcher();
-    let seen = timeout(LIMIT, rx.wait_for(|s| pred(*s)))
-        .await
-        .expect("lock state within the limit")
-        .map(|s| *s);
-    seen.expect("lock state channel open")
 }
 
 #[tokio::test]
@@ -181,7 +165,7 @@ async fn partitioned_holder_is_suspended_then_lost_after_expiry() {
 
     proxy.set_mode(Mode::Blackhole);
     assert_eq!(
-        wait_state(&guard, |s| s != LockState::Held).await,
+        wait_lock_state(&guard, |s| s != LockState::Held).await,
         LockState::Suspended,
         "a partition first suspends the lock"
     );
@@ -198,7 +182,7 @@ async fn partitioned_holder_is_suspended_then_lost_after_expiry() {
         .expect("lock free after expiry");
     proxy.set_mode(Mode::Pass);
     assert_eq!(
-        wait_state(&guard, |s| matches!(s, LockState::Lost(_))).await,
+        wait_lock_state(&guard, |s| matches!(s, LockState::Lost(_))).await,
         LockState::Lost(LossReason::SessionEnded)
     );
     g.release().await.unwrap();
@@ -319,323 +303,4 @@ async fn lock_survives_failover_of_the_holders_server() {
     guard.release().await.unwrap();
     let g = next.await.unwrap().expect("waiter acquires after release");
     g.release().await.unwrap();
-}
-
-/// The lock kinds and acquisition paths that must report a session end the same way.
-#[derive(Debug, Clone, Copy)]
-enum Kind {
-    Fair,
-    Read,
-    Write,
-    Exclusive,
-}
-
-#[derive(Debug, Clone, Copy)]
-enum How {
-    Acquire,
-    Timeout,
-    Try,
-}
-
-const KINDS: [Kind; 4] = [Kind::Fair, Kind::Read, Kind::Write, Kind::Exclusive];
-
-/// Acquires `kind` on `path` the `how` way (`Ok(None)`: a try that found the lock busy).
-async fn acquire_as(
-    kind: Kind,
-    how: How,
-    client: Client,
-    path: &str,
-) -> Result<Option<zk_recipes::LockGuard>, zk_recipes::Error> {
-    macro_rules! run {
-        ($lock:expr) => {
-            match how {
-                How::Acquire => $lock.acquire().await.map(Some),
-                How::Timeout => $lock.acquire_timeout(LIMIT).await.map(Some),
-                How::Try => $lock.try_acquire().await,
-            }
-        };
-    }
-    match kind {
-        Kind::Fair => run!(FairLock::new(client, path)?),
-        Kind::Read => run!(ReadWriteLock::new(client, path)?.read_lock()),
-        Kind::Write => run!(ReadWriteLock::new(client, path)?.write_lock()),
-        Kind::Exclusive => run!(zk_recipes::ExclusiveLock::new(client, path)?),
-    }
-}
-
-/// Takes the lock `kind` contends for, so that a `kind` acquirer has to wait.
-async fn block(kind: Kind, client: Client, path: &str) -> zk_recipes::LockGuard {
-    let holder = match kind {
-        Kind::Read => Kind::Write,
-        k => k,
-    };
-    acquire_as(holder, How::Acquire, client, path)
-        .await
-        .expect("blocker acquires")
-        .expect("blocker holds")
-}
-
-/// A waiter whose session ends is told `LockLost(SessionEnded)`, as documented, never the
-/// client's `SessionExpired`.
-#[tokio::test]
-async fn waiter_whose_session_expires_gets_lock_lost() {
-    let server = standalone().await;
-    let root = chroot(server, "waiter_expired").await;
-    let hosts = server.hosts(&root);
-    let admin = connect(&hosts).await;
-    let holder = connect(&hosts).await;
-    for (i, kind) in KINDS.into_iter().enumerate() {
-        for how in [How::Acquire, How::Timeout] {
-            let path = format!("/locks/w{i}-{how:?}");
-            let blocker = block(kind, holder.clone(), &path).await;
-            let waiter = connect(&hosts).await;
-            let (id, pw) = (waiter.session_id(), passwd(&waiter));
-            let task = {
-                let path = path.clone();
-                tokio::spawn(async move { acquire_as(kind, how, waiter, &path).await })
-            };
-            // Queue locks: wait for the waiter's node. The exclusive lock has none: give the
-            // waiter time to set its watch (the outcome must be the same either way).
-            if matches!(kind, Kind::Exclusive) {
-                tokio::time::sleep(Duration::from_millis(300)).await;
-            } else {
-                assert_eq!(wait_children(&admin, &path, 2, LIMIT).await.len(), 2);
-            }
-            expire_session(server.addr(), id, pw)
-                .await
-                .expect("expire the waiter's session");
-            let result = timeout(LIMIT, task)
-                .await
-                .unwrap_or_else(|_| panic!("{kind:?}/{how:?}: waiter hung"))
-                .unwrap();
-            assert!(
-                matches!(
-                    result,
-                    Err(zk_recipes::Error::LockLost(LossReason::SessionEnded))
-                ),
-                "{kind:?}/{how:?}: {result:?}"
-            );
-            blocker.release().await.unwrap();
-        }
-    }
-}
-
-/// An acquisition on a client that is already closed or expired is told
-/// `LockLost(SessionEnded)`, never the client's `Closed` or `SessionExpired`.
-#[tokio::test]
-async fn acquire_on_an_ended_session_gets_lock_lost() {
-    let server = standalone().await;
-    let root = chroot(server, "ended_acquire").await;
-    let hosts = server.hosts(&root);
-    let closed = connect(&hosts).await;
-    closed.close().await.expect("close");
-    let expired = connect(&hosts).await;
-    expire_session(server.addr(), expired.session_id(), passwd(&expired))
-        .await
-        .expect("expire");
-    timeout(
-        LIMIT,
-        expired
-            .state_watcher()
-            .wait_for(|s| s == SessionState::Expired),
-    )
-    .await
-    .expect("the client learns of the expiry");
-    for client in [closed, expired] {
-        for kind in KINDS {
-            for how in [How::Acquire, How::Timeout, How::Try] {
-                let result = timeout(LIMIT, acquire_as(kind, how, client.clone(), "/locks/x"))
-                    .await
-                    .unwrap_or_else(|_| panic!("{kind:?}/{how:?}: hung"));
-                assert!(
-                    matches!(
-                        result,
-                        Err(zk_recipes::Error::LockLost(LossReason::SessionEnded))
-                    ),
-                    "{:?} {kind:?}/{how:?}: {result:?}",
-                    client.state()
-                );
-            }
-        }
-    }
-}
-
-/// `release` says what happened to the node: we deleted it, someone else had (observed or
-/// not), or the session had ended and the node went with it; inner re-entries say how many
-/// guards still hold it.
-#[tokio::test]
-async fn release_says_whether_it_deleted_the_node() {
-    let server = standalone().await;
-    let root = chroot(server, "release_outcome").await;
-    let hosts = server.hosts(&root);
-    let admin = connect(&hosts).await;
-    let client = connect(&hosts).await;
-    let lock = FairLock::new(client.clone(), "/locks/r").unwrap();
-
-    // Deleted by us, after the re-entries are released.
-    let g = lock.acquire().await.unwrap();
-    let inner = g.reenter();
-    let inner2 = g.reenter();
-    assert_eq!(
-        inner.release().await.unwrap(),
-        Released::StillHeld { remaining: 2 }
-    );
-    assert_eq!(
-        inner2.release().await.unwrap(),
-        Released::StillHeld { remaining: 1 }
-    );
-    assert_eq!(g.release().await.unwrap(), Released::Deleted);
-    assert!(children(&admin, "/locks/r").await.is_empty());
-
-    // A release dropped after its first poll still deletes the node and frees the local slot.
-    let g = lock.acquire().await.unwrap();
-    let _ = timeout(Duration::ZERO, g.release()).await;
-    assert!(wait_children(&admin, "/locks/r", 0, LIMIT).await.is_empty());
-    let g = lock.acquire_timeout(LIMIT).await.expect("local slot freed");
-    assert_eq!(g.release().await.unwrap(), Released::Deleted);
-
-    // Deleted by someone else: unobserved, then observed by the guard's monitor.
-    for observed in [false, true] {
-        let g = lock.acquire().await.unwrap();
-        if observed {
-            assert_eq!(g.state(), LockState::Held);
-        }
-        admin.delete(g.path(), None).await.unwrap();
-        if observed {
-            assert_eq!(
-                timeout(LIMIT, g.lost()).await.expect("loss signalled"),
-                LossReason::NodeDeleted
-            );
-        }
-        assert_eq!(
-            g.release().await.unwrap(),
-            Released::AlreadyGone(LossReason::NodeDeleted),
-            "observed: {observed}"
-        );
-    }
-
-    // The session ended: expired, or closed by us.
-    for expire in [true, false] {
-        let client = connect(&hosts).await;
-        let g = FairLock::new(client.clone(), "/locks/r")
-            .unwrap()
-            .acquire()
-            .await
-            .unwrap();
-        if expire {
-            expire_session(server.addr(), client.session_id(), passwd(&client))
-                .await
-                .expect("expire");
-            timeout(
-                LIMIT,
-                client
-                    .state_watcher()
-                    .wait_for(|s| s == SessionState::Expired),
-            )
-            .await
-            .expect("the client learns of the expiry");
-        } else {
-            client.close().await.expect("close");
-        }
-        assert_eq!(
-            timeout(LIMIT, g.release())
-                .await
-                .expect("release hung")
-                .unwrap(),
-            Released::AlreadyGone(LossReason::SessionEnded),
-            "expired: {expire}"
-        );
-    }
-    assert!(wait_children(&admin, "/locks/r", 0, LIMIT).await.is_empty());
-}
-
-/// Cuts the client's connection through `proxy` and waits (bounded) until the client has
-/// connected again, on the same session.
-async fn blip(proxy: &Proxy, client: &Client) {
-    let epoch = client.connection_epoch();
-    let session = client.session_id();
-    proxy.cut(integration_tests::proxy::Cut::Reset);
-    let end = Instant::now() + LIMIT;
-    while client.connection_epoch() == epoch || client.state() != SessionState::Connected {
-        assert!(Instant::now() < end, "the client never reconnected");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    assert_eq!(client.session_id(), session, "same session");
-}
-
-/// A guard nobody observed during a short disconnection must not report `Held` right after
-/// the reconnect: nothing has looked at the node since the connection dropped. It reports
-/// `Suspended` until its monitor has seen the node again, then `Held`.
-///
-/// The default (current-thread) runtime makes the first `state()` deterministic: the monitor
-/// it starts cannot run before the call returns.
-#[tokio::test]
-async fn state_after_a_reconnect_is_not_held_before_the_node_is_confirmed() {
-    let server = standalone().await;
-    let root = chroot(server, "reconfirm").await;
-    let proxy = Proxy::start(server.addr()).await;
-    let client = connect(&format!("{}{root}", proxy.connect_string())).await;
-    let guard = FairLock::new(client.clone(), "/locks/rc")
-        .unwrap()
-        .acquire()
-        .await
-        .unwrap();
-
-    blip(&proxy, &client).await;
-    assert_eq!(
-        guard.state(),
-        LockState::Suspended,
-        "Held although the connection dropped since the node was last seen"
-    );
-    assert_eq!(
-        wait_state(&guard, |s| s == LockState::Held).await,
-        LockState::Held,
-        "the monitor confirms the node again"
-    );
-    assert_eq!(guard.state(), LockState::Held);
-    guard.release().await.unwrap();
-}
-
-/// A short disconnection (the client reconnects at once) is reported by the transitions
-/// stream as `Suspended` then `Held`, every time, even when it is over before anyone looks;
-/// a deletion of the node then ends the stream with `Lost`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn transitions_report_every_short_disconnection() {
-    use futures_util::StreamExt;
-
-    let server = standalone().await;
-    let root = chroot(server, "transitions").await;
-    let admin = connect(&server.hosts(&root)).await;
-    let proxy = Proxy::start(server.addr()).await;
-    let client = connect(&format!("{}{root}", proxy.connect_string())).await;
-    let guard = FairLock::new(client.clone(), "/locks/tr")
-        .unwrap()
-        .acquire()
-        .await
-        .unwrap();
-    let mut transitions = guard.transitions();
-    assert_eq!(transitions.last(), LockState::Held);
-
-    for round in 0..3 {
-        // The client is back before the stream is read: the suspension is still there.
-        blip(&proxy, &client).await;
-        for expected in [LockState::Suspended, LockState::Held] {
-            let seen = timeout(LIMIT, transitions.changed())
-                .await
-                .unwrap_or_else(|_| panic!("round {round}: no transition"));
-            assert_eq!(seen, Some(expected), "round {round}");
-        }
-        assert_eq!(guard.state(), LockState::Held, "round {round}");
-    }
-
-    // The same items as a Stream, ending after Lost.
-    admin.delete(guard.path(), None).await.unwrap();
-    let rest: Vec<LockState> = timeout(LIMIT, transitions.collect())
-        .await
-        .expect("the stream ends after the loss");
-    assert_eq!(rest, vec![LockState::Lost(LossReason::NodeDeleted)]);
-    assert_eq!(
-        guard.release().await.unwrap(),
-        Released::AlreadyGone(LossReason::NodeDeleted)
-    );
 }

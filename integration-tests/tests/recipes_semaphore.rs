@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{children, connect, notifications, shared_root, wait_children};
+use common::{children, connect, notifications, passwd, shared_root, wait_children};
 use integration_tests::proxy::Proxy;
 use integration_tests::{chroot, expire_session, fresh_standalone, standalone, ZkTarget};
 use tokio::sync::mpsc;
@@ -22,12 +22,6 @@ use zk_recipes::{
 };
 
 const LIMIT: Duration = Duration::from_secs(30);
-
-fn passwd(client: &Client) -> [u8; 16] {
-    let mut p = [0u8; 16];
-    p.copy_from_slice(&client.session_password());
-    p
-}
 
 /// A holder's critical section: an ephemeral marker under `/inside` for as long as it holds
 /// a lease. Markers of an expired holder go with its session, as its lease does, so the

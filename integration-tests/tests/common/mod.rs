@@ -91,3 +91,25 @@ pub async fn wait_watches(server: &integration_tests::Server, n: usize) {
         .await
         .expect("watch count");
 }
+
+/// The 16-byte password of `client`'s session (for `expire_session`).
+pub fn passwd(client: &Client) -> [u8; 16] {
+    let mut p = [0u8; 16];
+    let bytes = client.session_password();
+    assert_eq!(bytes.len(), 16, "session password length");
+    p.copy_from_slice(&bytes);
+    p
+}
+
+/// Waits (30 s at most) until the lock state satisfies `pred`.
+pub async fn wait_lock_state(
+    guard: &zk_recipes::LockGuard,
+    pred: impl Fn(zk_recipes::LockState) -> bool,
+) -> zk_recipes::LockState {
+    let mut rx = guard.state_watcher();
+    let seen = tokio::time::timeout(Duration::from_secs(30), rx.wait_for(|s| pred(*s)))
+        .await
+        .expect("lock state within 30 s")
+        .map(|s| *s);
+    seen.expect("lock state channel open")
+}

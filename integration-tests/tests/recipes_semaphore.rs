@@ -1,6 +1,7 @@
 //! Semaphores on a real server: never more holders than leases (under contention and with
 //! holders' sessions expiring), one waiter woken per freed lease (counted on the server),
-//! cancelled or timed-out acquisitions leave no node, `acquire_many` is all or nothing;
+//! cancelled or timed-out acquisitions leave no node, a waiter whose lease node is deleted
+//! queues again, `acquire_many` is all or nothing;
 //! `MultiLock` is all or nothing too; revocation reaches a lease holder; every lock carries
 //! owner data and lists its participants.
 
@@ -221,6 +222,34 @@ async fn cancelled_or_timed_out_acquisitions_leave_no_node() {
     // No ghost blocks the next acquisition.
     lease.release().await.unwrap();
     let next = timeout(LIMIT, waiter.acquire()).await.unwrap().unwrap();
+    next.release().await.unwrap();
+    wait_nodes(&admin, 0, 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_whose_lease_node_is_deleted_queues_again_and_gets_a_lease() {
+    let hosts = shared_root("sema_waiter_deleted").await;
+    let admin = connect(&hosts).await;
+    let holder = Semaphore::new(connect(&hosts).await, "/sema", 1).unwrap();
+    let lease = holder.acquire().await.unwrap();
+    let waiter = Semaphore::new(connect(&hosts).await, "/sema", 1).unwrap();
+    let task = tokio::spawn(async move { waiter.acquire().await });
+    wait_nodes(&admin, 2, 1).await;
+    // An operator deletes the waiting lease node. As Curator's semaphore does, the waiter
+    // makes a new one and keeps waiting; it is not an error (it held nothing yet).
+    let deleted = children(&admin, "/sema/leases")
+        .await
+        .into_iter()
+        .map(|name| format!("/sema/leases/{name}"))
+        .find(|path| path != lease.path())
+        .expect("the waiter's lease node");
+    admin.delete(&deleted, None).await.unwrap();
+    wait_nodes(&admin, 2, 1).await;
+    assert!(!task.is_finished(), "it waits while the lease is held");
+    lease.release().await.unwrap();
+    let next = timeout(LIMIT, task).await.unwrap().unwrap().unwrap();
+    assert_ne!(next.path(), deleted);
+    assert_eq!(next.state(), LockState::Held);
     next.release().await.unwrap();
     wait_nodes(&admin, 0, 0).await;
 }

@@ -23,7 +23,7 @@ use uuid::Uuid;
 use zk_client::Client;
 
 use crate::cleanup::{detached, Orphan};
-use crate::error::{Error, Result};
+use crate::error::{Error, LossReason, Result};
 use crate::guard::{Hold, LockGuard};
 use crate::lock::acquire::{create_protected, QueueSpec};
 use crate::lock::naming::Intent;
@@ -31,6 +31,7 @@ use crate::lock::support::check_base;
 use crate::lock::FairLock;
 use crate::owner::{local_address, participants, Participant};
 use crate::retry::{deadline_after, until};
+use crate::state::LockState;
 
 pub use mutex::SemaphoreMutex;
 
@@ -40,6 +41,8 @@ const LOCK_PARENT: &str = "locks";
 const LEASE_PARENT: &str = "leases";
 /// Curator's `InterProcessSemaphoreV2.LEASE_BASE_NAME`.
 const LEASE_NAME: &str = "lease-";
+/// How many times one acquisition re-creates a waiting lease node deleted by someone else.
+const REQUEUES: usize = 100;
 /// The `kind` label of the semaphore's lock metrics (one acquisition per lease).
 const METRICS_KIND: &str = "semaphore";
 
@@ -53,7 +56,8 @@ pub type Lease = LockGuard;
 /// and the same count.
 ///
 /// Waiters queue fairly on the `locks` mutex; only its holder watches the leases, so a
-/// released lease wakes one waiter.
+/// released lease wakes one waiter. A waiting lease node that someone else deletes is made
+/// again and the wait goes on.
 ///
 /// # Cancellation safety
 ///
@@ -137,9 +141,10 @@ impl Semaphore {
     ///
     /// # Errors
     ///
-    /// [`Error::LockLost`] if the session ended (`SessionEnded`) or our lease node was
-    /// deleted by someone else while we waited (`NodeDeleted`); [`Error::Client`] for other
-    /// ZooKeeper failures (connection losses are waited out).
+    /// [`Error::LockLost`] if the session ended (`SessionEnded`), or (`NodeDeleted`) our
+    /// waiting lease node was deleted by someone else more than 100 times in one acquisition
+    /// (each time it is re-created and the wait goes on, as in Curator); [`Error::Client`]
+    /// for other ZooKeeper failures (connection losses are waited out).
     ///
     /// # Cancel safety
     ///
@@ -217,10 +222,22 @@ impl Semaphore {
 
     async fn acquire_unmetered(&self, deadline: Option<Instant>) -> Result<Lease> {
         let mutex = self.mutex.acquire_by(deadline).await?;
-        let lease = self
-            .add_lease(deadline)
-            .await
-            .map_err(Error::session_end_as_loss);
+        let mut lease = Err(Error::Timeout);
+        for _ in 0..REQUEUES {
+            lease = self
+                .add_lease(deadline)
+                .await
+                .map_err(Error::session_end_as_loss);
+            // Our waiting lease node was deleted by someone else while the session lives:
+            // as Curator, queue again with a new one (we held nothing yet), as long as we
+            // still hold the mutex.
+            let requeue = matches!(lease, Err(Error::LockLost(LossReason::NodeDeleted)))
+                && !matches!(mutex.state(), LockState::Lost(_));
+            if !requeue {
+                break;
+            }
+            debug!(path = %self.path, "our waiting lease node was deleted; queueing again");
+        }
         if let Err(e) = mutex.release().await {
             debug!(path = %self.path, error = %e, "semaphore mutex release failed");
         }

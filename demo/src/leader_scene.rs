@@ -39,15 +39,23 @@ async fn ids(l: &LeaderLatch) -> Result<Vec<String>> {
     Ok(participants.into_iter().map(|p| p.id).collect())
 }
 
+/// `fut` within [`LIMIT`], its error (or the timeout) named `what`.
+async fn within<T, E: std::fmt::Display>(
+    what: &str,
+    fut: impl std::future::Future<Output = std::result::Result<T, E>>,
+) -> Result<T> {
+    timeout(LIMIT, fut)
+        .await
+        .map_err(|e| fail(what, e))?
+        .map_err(|e| fail(what, e))
+}
+
 pub(crate) async fn leader_failover(t: &Target) -> Result<()> {
     println!("\n5. Leader failover: three services elect a leader; the leader is cut off");
     let proxy = Proxy::start(first_host(t).await?).await;
     let ma = manager(&format!("{}{}", proxy.connect_string(), t.root)).await?;
     let a = latch(&ma, "service-a")?;
-    let first = timeout(LIMIT, a.await_leadership(None))
-        .await
-        .map_err(|e| fail("lead", e))?
-        .map_err(|e| fail("lead", e))?;
+    let first = within("lead", a.await_leadership(None)).await?;
     let (mb, mc) = (
         manager(&t.connect_string()).await?,
         manager(&t.connect_string()).await?,
@@ -65,18 +73,11 @@ pub(crate) async fn leader_failover(t: &Target) -> Result<()> {
     let mut sessions = ma.subscribe();
     proxy.set_mode(Mode::Blackhole);
     println!("   network partition between service-a and ZooKeeper");
-    let mut a_state = a.watch();
-    timeout(LIMIT, a_state.wait_for(|s| !s.is_leader()))
-        .await
-        .map_err(|e| fail("step down", e))?
-        .map_err(|e| fail("step down", e))?;
+    within("step down", a.watch().wait_for(|s| !s.is_leader())).await?;
     println!(
         "   service-a: connection lost, it steps down at once (before its session can expire)"
     );
-    let next = timeout(LIMIT, b.await_leadership(None))
-        .await
-        .map_err(|e| fail("failover", e))?
-        .map_err(|e| fail("failover", e))?;
+    let next = within("failover", b.await_leadership(None)).await?;
     println!(
         "   service-a's session expired; service-b leads (fencing token {} > {})",
         next.fencing_token, first.fencing_token
@@ -85,10 +86,7 @@ pub(crate) async fn leader_failover(t: &Target) -> Result<()> {
         return Err("not exactly one leader with a larger token".into());
     }
     proxy.set_mode(Mode::Pass);
-    let renewed = timeout(LIMIT, sessions.changed())
-        .await
-        .map_err(|e| fail("renewal", e))?
-        .map_err(|e| fail("renewal", e))?;
+    let renewed = within("renewal", sessions.changed()).await?;
     crate::scenes::wait_queue(&mb.client(), PATH, 3).await?;
     println!(
         "   network healed: service-a's SessionManager opened session 0x{:x} (was 0x{old_session:x}),",

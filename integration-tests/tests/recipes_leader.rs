@@ -14,8 +14,8 @@ use integration_tests::{chroot, fresh_standalone, standalone, ZkTarget};
 use leader_common::{
     join, leaders, leads, manager, participant_ids, wait_nodes, within, TermLog, LIMIT,
 };
-use zk_client::{CreateOptions, SessionState};
-use zk_recipes::{Leadership, LeadershipPolicy};
+use zk_client::{Client, CreateOptions, SessionManager, SessionState};
+use zk_recipes::{LeaderLatch, Leadership, LeadershipPolicy};
 
 const PATH: &str = "/election/latch";
 
@@ -238,10 +238,18 @@ async fn a_lost_create_reply_is_found_again_by_its_guid_and_leaves_no_ghost() {
     wait_nodes(&admin, PATH, 0).await;
 }
 
-#[tokio::test]
-async fn a_deleted_leader_node_ends_the_term_and_the_participant_joins_again_at_the_end() {
+/// `a` leads and `b` queues behind it, each on its own session manager, in a fresh chroot.
+struct LeaderAndFollower {
+    admin: Client,
+    log: TermLog,
+    a: LeaderLatch,
+    b: LeaderLatch,
+    _managers: [SessionManager; 2],
+}
+
+async fn leader_and_follower(test: &str) -> LeaderAndFollower {
     let server = standalone().await;
-    let root = chroot(server, "leader_node_deleted").await;
+    let root = chroot(server, test).await;
     let hosts = server.hosts(&root);
     let admin = common::connect(&hosts).await;
     let log = TermLog::default();
@@ -250,6 +258,20 @@ async fn a_deleted_leader_node_ends_the_term_and_the_participant_joins_again_at_
     leads(&a).await;
     let b = join(&log, &mb, PATH, "b", LeadershipPolicy::Standard);
     wait_nodes(&admin, PATH, 2).await;
+    LeaderAndFollower {
+        admin,
+        log,
+        a,
+        b,
+        _managers: [ma, mb],
+    }
+}
+
+#[tokio::test]
+async fn a_deleted_leader_node_ends_the_term_and_the_participant_joins_again_at_the_end() {
+    let LeaderAndFollower {
+        admin, log, a, b, ..
+    } = leader_and_follower("leader_node_deleted").await;
     let node = a.leadership().term().unwrap().node.clone();
     // An operator (or a revocation) deletes the leader's node.
     admin.delete(&node, None).await.unwrap();
@@ -272,15 +294,9 @@ async fn a_deleted_leader_node_ends_the_term_and_the_participant_joins_again_at_
 
 #[tokio::test]
 async fn a_first_node_of_another_session_is_replaced_instead_of_led_from() {
-    let server = standalone().await;
-    let root = chroot(server, "leader_foreign_owner").await;
-    let hosts = server.hosts(&root);
-    let admin = common::connect(&hosts).await;
-    let log = TermLog::default();
-    let (ma, mb) = (manager(&hosts).await, manager(&hosts).await);
-    let a = join(&log, &ma, PATH, "a", LeadershipPolicy::Standard);
-    leads(&a).await;
-    let b = join(&log, &mb, PATH, "b", LeadershipPolicy::Standard);
+    let LeaderAndFollower {
+        admin, log, a, b, ..
+    } = leader_and_follower("leader_foreign_owner").await;
     let nodes = wait_nodes(&admin, PATH, 2).await;
     let a_node = a.leadership().term().unwrap().node.clone();
     let b_name = nodes

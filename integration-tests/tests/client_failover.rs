@@ -4,32 +4,14 @@ mod client_common;
 
 use std::time::Duration;
 
-use client_common::{connect, connect_with_timeout, server_of, wait_state, within, LIMIT};
+use client_common::{
+    connect, connect_with_timeout, server_of, wait_state, within, write_until_done, LIMIT,
+};
 use integration_tests::proxy::{Cut, Mode};
 use integration_tests::{
     chroot, ensemble, mode_of, Ensemble, Proxy, ServerMode, Settings, ZkTarget,
 };
 use zk_client::{Client, CreateOptions, Error, ErrorCode, EventType, SessionState};
-
-/// Retries a write through `client` until it is applied (a member may be electing).
-async fn write_until_done<F, Fut, T>(what: &str, mut op: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = zk_client::Result<T>>,
-{
-    within(what, async {
-        loop {
-            match op().await {
-                Ok(v) => return v,
-                Err(e) if e.is_retryable() || matches!(e, Error::Server(_)) => {
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-                Err(e) => panic!("{what}: {e}"),
-            }
-        }
-    })
-    .await
-}
 
 #[tokio::test]
 async fn killing_the_server_keeps_session_ephemerals_and_watches() {

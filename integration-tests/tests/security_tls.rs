@@ -1,18 +1,18 @@
 //! zk-client over TLS (feature `tls`) against a real 3-node ZooKeeper 3.8 ensemble serving a
 //! `secureClientPort` with the Netty factory and `ssl.clientAuth=need`, keystores made at
 //! test time (`integration_tests::pki`). Always local java processes (the settings force the
-//! process backend).
+//! process backend). A second ensemble of its own checks read-only mode over TLS.
 
 mod client_common;
 
 use std::time::Duration;
 
-use client_common::{wait_state, within};
+use client_common::{wait_state, within, write_until_done};
 use integration_tests::pki::{ClientAuth, Pki};
 use integration_tests::probe::four_letter_word;
-use integration_tests::{chroot, Ensemble, ZkTarget};
+use integration_tests::{chroot, mode_of, Ensemble, ServerMode, ZkTarget};
 use tokio::sync::OnceCell;
-use zk_client::{Client, CreateOptions, Error, EventType, SessionState, TlsOptions};
+use zk_client::{Client, CreateOptions, Error, ErrorCode, EventType, SessionState, TlsOptions};
 
 struct Tls {
     pki: Pki,
@@ -203,4 +203,54 @@ async fn tls_hostname_is_verified_unless_turned_off() {
         .await
         .expect("connect by DNS name");
     wait_state(&by_name, "connected", SessionState::is_connected).await;
+}
+
+#[tokio::test]
+async fn tls_read_only_mode_with_two_of_three_members_down_then_back_to_read_write() {
+    // Its own ensemble: members are stopped here, which the shared one must not see.
+    let pki = Pki::new();
+    let settings = pki.server_settings(ClientAuth::Need).with_local_sessions();
+    let ens = Ensemble::launch_with(3, &settings).await;
+    let tls = Tls { pki, ens };
+    let root = chroot(&tls.ens, "tls_read_only").await;
+    let setup = tls.connect(&tls.hosts(&root), tls.options()).await.unwrap();
+    setup
+        .create("/data", b"before", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    setup.close().await.unwrap();
+
+    tls.ens.stop(1).await;
+    tls.ens.stop(2).await;
+    within("member 0 read-only", async {
+        while mode_of(tls.ens.addr(0), Duration::from_secs(5)).await != Some(ServerMode::ReadOnly) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+
+    // Over TLS, the read-only member takes a read-only session and serves reads only.
+    let builder = Client::builder(&tls.hosts(&root))
+        .read_only(true)
+        .session_timeout(Duration::from_secs(6))
+        .establish_timeout(Duration::from_secs(60))
+        .tls(tls.options());
+    let c = within("read-only TLS connect", builder.connect())
+        .await
+        .unwrap();
+    assert_eq!(c.state(), SessionState::ConnectedReadOnly);
+    assert_eq!(&c.get_data("/data").await.unwrap().0[..], b"before");
+    assert!(matches!(
+        c.set_data("/data", b"x", None).await,
+        Err(Error::Server(ErrorCode::NotReadOnly))
+    ));
+
+    // The quorum comes back: the client finds a read/write member (over TLS) and writes.
+    tls.ens.start(1).await;
+    tls.ens.start(2).await;
+    tls.ens.wait_quorum().await;
+    wait_state(&c, "back to read/write", |s| s == SessionState::Connected).await;
+    write_until_done("write", || c.set_data("/data", b"after", None)).await;
+    assert_eq!(&c.get_data("/data").await.unwrap().0[..], b"after");
+    c.close().await.unwrap();
 }

@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use zk_client::{Client, SessionState};
+use zk_client::{Client, Error, SessionState};
 
 /// Generous bound for anything that should happen "soon": a hung test fails instead of
 /// hanging. Never used to assert how fast something is.
@@ -60,4 +60,24 @@ pub async fn server_of(addrs: &[std::net::SocketAddr], session_id: i64) -> Optio
         }
     }
     None
+}
+
+/// Retries a write through `client` until it is applied (a member may be electing).
+pub async fn write_until_done<F, Fut, T>(what: &str, mut op: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = zk_client::Result<T>>,
+{
+    within(what, async {
+        loop {
+            match op().await {
+                Ok(v) => return v,
+                Err(e) if e.is_retryable() || matches!(e, Error::Server(_)) => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => panic!("{what}: {e}"),
+            }
+        }
+    })
+    .await
 }

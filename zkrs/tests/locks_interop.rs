@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{connect, json, ok, root};
+use common::{connect, json, ok, root, wait_for_children};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdout, Command};
 use tokio::time::timeout;
@@ -85,9 +85,9 @@ async fn mixed_curator_kazoo_and_rust_queue() {
         .unwrap();
     // One at a time so the queue order is known: Rust holds, Curator, then kazoo wait.
     let java = Contender::start(curator(&hosts, lock)).await;
-    wait_for_children(&client, lock, 2).await;
+    wait_for_children(&client, lock, 2, LIMIT).await;
     let python = Contender::start(kazoo(&hosts, lock, "kazoo-worker-7")).await;
-    wait_for_children(&client, lock, 3).await;
+    wait_for_children(&client, lock, 3, LIMIT).await;
 
     let report = json(&hosts, &["locks", lock]).await;
     let entries = report["entries"].as_array().unwrap();
@@ -124,23 +124,4 @@ async fn mixed_curator_kazoo_and_rust_queue() {
     java.stop().await;
     python.stop().await;
     guard.release().await.unwrap();
-}
-
-async fn wait_for_children(client: &zk_client::Client, path: &str, n: usize) {
-    let end = tokio::time::Instant::now() + LIMIT;
-    loop {
-        let count = client
-            .get_children(path)
-            .await
-            .map(|c| c.len())
-            .unwrap_or(0);
-        if count == n {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < end,
-            "{path} never had {n} children"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }

@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{connect, json, ok, root, spawn};
+use common::{connect, json, ok, root, spawn, wait_for_children};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::Child;
 use tokio::time::timeout;
@@ -96,7 +96,7 @@ async fn locks_shows_holder_and_waiter_and_revoke_marks_the_holder() {
     let guard = holder.acquire().await.unwrap();
     let waiter = FairLock::new(b.clone(), "/locks/job").unwrap();
     let waiting = tokio::spawn(async move { waiter.acquire().await.map(|g| (g, ())) });
-    wait_for_children(&a, "/locks/job", 2).await;
+    wait_for_children(&a, "/locks/job", 2, LIMIT).await;
 
     let report = json(&hosts, &["locks", "/locks/job"]).await;
     let entries = report["entries"].as_array().unwrap();
@@ -186,24 +186,4 @@ async fn locks_on_a_missing_path_is_no_node_and_unprotected_names_warn() {
     assert_eq!(report["entries"][0]["data"], "me");
     let warnings = report["warnings"].to_string();
     assert!(warnings.contains("unprotected names"), "{warnings}");
-}
-
-/// Polls until `path` has `n` children (bounded).
-pub async fn wait_for_children(client: &zk_client::Client, path: &str, n: usize) {
-    let end = tokio::time::Instant::now() + LIMIT;
-    loop {
-        let count = client
-            .get_children(path)
-            .await
-            .map(|c| c.len())
-            .unwrap_or(0);
-        if count == n {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < end,
-            "{path} never had {n} children"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }

@@ -95,3 +95,23 @@ pub fn spawn(hosts: &str, args: &[&str]) -> Child {
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd.spawn().expect("start zkrs")
 }
+
+/// Polls until `path` has `n` children, for at most `limit`.
+pub async fn wait_for_children(client: &Client, path: &str, n: usize, limit: Duration) {
+    let end = tokio::time::Instant::now() + limit;
+    loop {
+        let count = client
+            .get_children(path)
+            .await
+            .map(|c| c.len())
+            .unwrap_or(0);
+        if count == n {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < end,
+            "{path} never had {n} children"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{children, connect, shared_root};
+use common::{children, connect, enter, shared_root};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
 use tokio::time::timeout;
@@ -130,11 +130,8 @@ async fn semaphore_and_curator_semaphore_share_the_lease_count() {
         tasks.push(tokio::spawn(async move {
             for _ in 0..ROUNDS {
                 let lease = timeout(LIMIT, sem.acquire()).await.unwrap().unwrap();
-                let (marker, _) = client
-                    .create("/inside/h-", &[], &CreateOptions::ephemeral_sequential())
-                    .await
-                    .unwrap();
-                most.fetch_max(children(&client, "/inside").await.len(), Ordering::SeqCst);
+                let (marker, inside) = enter(&client).await;
+                most.fetch_max(inside, Ordering::SeqCst);
                 let who = sem.participants().await.unwrap();
                 if who.iter().any(|p| p.data_str() == Some("java")) {
                     beside_java.fetch_add(1, Ordering::SeqCst);

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{children, connect, notifications, passwd, shared_root, wait_children};
+use common::{children, connect, enter, notifications, passwd, shared_root, wait_children};
 use integration_tests::proxy::Proxy;
 use integration_tests::{chroot, expire_session, fresh_standalone, standalone, ZkTarget};
 use tokio::sync::mpsc;
@@ -23,17 +23,6 @@ use zk_recipes::{
 };
 
 const LIMIT: Duration = Duration::from_secs(30);
-
-/// A holder's critical section: an ephemeral marker under `/inside` for as long as it holds
-/// a lease. Markers of an expired holder go with its session, as its lease does, so the
-/// number of markers is the number of holders the server sees. Returns that number.
-async fn enter(client: &Client) -> (String, usize) {
-    let (marker, _) = client
-        .create("/inside/h-", &[], &CreateOptions::ephemeral_sequential())
-        .await
-        .expect("marker");
-    (marker, children(client, "/inside").await.len())
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leases_never_exceed_the_count_under_contention_and_expiry() {

@@ -113,3 +113,15 @@ pub async fn wait_lock_state(
         .map(|s| *s);
     seen.expect("lock state channel open")
 }
+
+/// A semaphore holder's critical section: an ephemeral marker under `/inside` for as long as
+/// it holds a lease. Markers of an expired holder go with its session, as its lease does, so
+/// the number of markers is the number of holders the server sees. Returns the marker and
+/// that number.
+pub async fn enter(client: &Client) -> (String, usize) {
+    let (marker, _) = client
+        .create("/inside/h-", &[], &CreateOptions::ephemeral_sequential())
+        .await
+        .expect("marker");
+    (marker, children(client, "/inside").await.len())
+}

@@ -5,13 +5,12 @@ mod client_common;
 use std::time::Duration;
 
 use client_common::{
-    connect, connect_with_timeout, server_of, wait_state, within, write_until_done, LIMIT,
+    assert_read_only_session, back_to_read_write, connect, connect_with_timeout,
+    leave_member_0_read_only, server_of, wait_state, within, write_until_done, LIMIT,
 };
 use integration_tests::proxy::{Cut, Mode};
-use integration_tests::{
-    chroot, ensemble, mode_of, Ensemble, Proxy, ServerMode, Settings, ZkTarget,
-};
-use zk_client::{Client, CreateOptions, Error, ErrorCode, EventType, SessionState};
+use integration_tests::{chroot, ensemble, Ensemble, Proxy, Settings, ZkTarget};
+use zk_client::{Client, CreateOptions, Error, EventType, SessionState};
 
 #[tokio::test]
 async fn killing_the_server_keeps_session_ephemerals_and_watches() {
@@ -163,14 +162,7 @@ async fn read_only_mode_with_two_of_three_members_down_then_back_to_read_write()
         .unwrap();
     setup.close().await.unwrap();
 
-    ens.stop(1).await;
-    ens.stop(2).await;
-    within("member 0 read-only", async {
-        while mode_of(ens.addr(0), Duration::from_secs(5)).await != Some(ServerMode::ReadOnly) {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await;
+    leave_member_0_read_only(&ens).await;
 
     let c = within(
         "read-only connect",
@@ -182,12 +174,7 @@ async fn read_only_mode_with_two_of_three_members_down_then_back_to_read_write()
     )
     .await
     .unwrap();
-    assert_eq!(c.state(), SessionState::ConnectedReadOnly);
-    assert_eq!(&c.get_data("/data").await.unwrap().0[..], b"before");
-    assert!(matches!(
-        c.set_data("/data", b"x", None).await,
-        Err(Error::Server(ErrorCode::NotReadOnly))
-    ));
+    assert_read_only_session(&c).await;
 
     // A client that insists on read/write gets nothing from the read-only member.
     let rw = Client::builder(&ens.addr(0).to_string())
@@ -196,11 +183,5 @@ async fn read_only_mode_with_two_of_three_members_down_then_back_to_read_write()
         .await;
     assert!(rw.is_err(), "{rw:?}");
 
-    ens.start(1).await;
-    ens.start(2).await;
-    ens.wait_quorum().await;
-    wait_state(&c, "back to read/write", |s| s == SessionState::Connected).await;
-    write_until_done("write", || c.set_data("/data", b"after", None)).await;
-    assert_eq!(&c.get_data("/data").await.unwrap().0[..], b"after");
-    c.close().await.unwrap();
+    back_to_read_write(&ens, c).await;
 }

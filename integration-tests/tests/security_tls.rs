@@ -7,12 +7,14 @@ mod client_common;
 
 use std::time::Duration;
 
-use client_common::{wait_state, within, write_until_done};
+use client_common::{
+    assert_read_only_session, back_to_read_write, leave_member_0_read_only, wait_state, within,
+};
 use integration_tests::pki::{ClientAuth, Pki};
 use integration_tests::probe::four_letter_word;
-use integration_tests::{chroot, mode_of, Ensemble, ServerMode, ZkTarget};
+use integration_tests::{chroot, Ensemble, ZkTarget};
 use tokio::sync::OnceCell;
-use zk_client::{Client, CreateOptions, Error, ErrorCode, EventType, SessionState, TlsOptions};
+use zk_client::{Client, CreateOptions, Error, EventType, SessionState, TlsOptions};
 
 struct Tls {
     pki: Pki,
@@ -220,14 +222,7 @@ async fn tls_read_only_mode_with_two_of_three_members_down_then_back_to_read_wri
         .unwrap();
     setup.close().await.unwrap();
 
-    tls.ens.stop(1).await;
-    tls.ens.stop(2).await;
-    within("member 0 read-only", async {
-        while mode_of(tls.ens.addr(0), Duration::from_secs(5)).await != Some(ServerMode::ReadOnly) {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await;
+    leave_member_0_read_only(&tls.ens).await;
 
     // Over TLS, the read-only member takes a read-only session and serves reads only.
     let builder = Client::builder(&tls.hosts(&root))
@@ -238,19 +233,8 @@ async fn tls_read_only_mode_with_two_of_three_members_down_then_back_to_read_wri
     let c = within("read-only TLS connect", builder.connect())
         .await
         .unwrap();
-    assert_eq!(c.state(), SessionState::ConnectedReadOnly);
-    assert_eq!(&c.get_data("/data").await.unwrap().0[..], b"before");
-    assert!(matches!(
-        c.set_data("/data", b"x", None).await,
-        Err(Error::Server(ErrorCode::NotReadOnly))
-    ));
+    assert_read_only_session(&c).await;
 
     // The quorum comes back: the client finds a read/write member (over TLS) and writes.
-    tls.ens.start(1).await;
-    tls.ens.start(2).await;
-    tls.ens.wait_quorum().await;
-    wait_state(&c, "back to read/write", |s| s == SessionState::Connected).await;
-    write_until_done("write", || c.set_data("/data", b"after", None)).await;
-    assert_eq!(&c.get_data("/data").await.unwrap().0[..], b"after");
-    c.close().await.unwrap();
+    back_to_read_write(&tls.ens, c).await;
 }

@@ -4,7 +4,8 @@
 use std::future::Future;
 use std::time::Duration;
 
-use zk_client::{Client, Error, SessionState};
+use integration_tests::{mode_of, Ensemble, ServerMode};
+use zk_client::{Client, Error, ErrorCode, SessionState};
 
 /// Generous bound for anything that should happen "soon": a hung test fails instead of
 /// hanging. Never used to assert how fast something is.
@@ -80,4 +81,38 @@ where
         }
     })
     .await
+}
+
+/// Stops members 1 and 2 of `ens` and waits until member 0 serves read-only.
+pub async fn leave_member_0_read_only(ens: &Ensemble) {
+    ens.stop(1).await;
+    ens.stop(2).await;
+    within("member 0 read-only", async {
+        while mode_of(ens.addr(0), Duration::from_secs(5)).await != Some(ServerMode::ReadOnly) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+}
+
+/// `c` is a read-only session: it reads `/data` (written as `before`) and is refused writes.
+pub async fn assert_read_only_session(c: &Client) {
+    assert_eq!(c.state(), SessionState::ConnectedReadOnly);
+    assert_eq!(&c.get_data("/data").await.unwrap().0[..], b"before");
+    assert!(matches!(
+        c.set_data("/data", b"x", None).await,
+        Err(Error::Server(ErrorCode::NotReadOnly))
+    ));
+}
+
+/// Starts members 1 and 2 of `ens` again; the read-only session `c` becomes read/write and
+/// writes `/data`. Closes `c`.
+pub async fn back_to_read_write(ens: &Ensemble, c: Client) {
+    ens.start(1).await;
+    ens.start(2).await;
+    ens.wait_quorum().await;
+    wait_state(&c, "back to read/write", |s| s == SessionState::Connected).await;
+    write_until_done("write", || c.set_data("/data", b"after", None)).await;
+    assert_eq!(&c.get_data("/data").await.unwrap().0[..], b"after");
+    c.close().await.unwrap();
 }

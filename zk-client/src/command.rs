@@ -89,7 +89,7 @@ pub(crate) enum WatchAction {
         sender: WatchSender,
         /// Whether the request asks the server for a watch. Callers set it; the session
         /// clears it (and the request's watch flag) for a one-shot watcher that a persistent
-        /// watch of ours already serves (see `WatchRegistry::serves_locally`).
+        /// registration already serves (see `WatchRegistry::route`).
         on_server: bool,
     },
     /// `removeWatches` succeeded: drop the local watches of this type and tell them.

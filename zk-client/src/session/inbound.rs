@@ -148,13 +148,16 @@ impl Session {
                     debug!(state = ?event.state, "session event from the server");
                     return Ok(());
                 }
-                let told = self
+                let fired = self
                     .watches
                     .fire(event.event_type, &event.path, &mut self.events);
-                trace!(event = ?event.event_type, told, "notification");
-                crate::metrics::watch_events_delivered(told);
+                trace!(event = ?event.event_type, told = fired.told, "notification");
+                crate::metrics::watch_events_delivered(fired.told);
                 // A fired one-shot may leave a persistent watch nobody needs now.
                 self.reconcile_watches(&event.path, now);
+                if let Some(parent) = fired.derived {
+                    self.reconcile_watches(&parent, now);
+                }
             }
             special::PING => {}
             special::AUTH => {
@@ -175,6 +178,7 @@ impl Session {
                 }
             }
             special::SET_WATCHES => {
+                self.watches.set_watches_answered();
                 if !header.err.is_ok() {
                     warn!(err = ?header.err, "SetWatches failed");
                 }
@@ -219,18 +223,15 @@ impl Session {
                 sender,
                 on_server,
             }) => {
-                if ok {
-                    // An exists watch on a node that exists is a data watch (Java's
-                    // ExistsWatchRegistration); on a missing node it is an exist watch.
-                    let kind = if kind == WatchKind::Exist {
-                        WatchKind::Data
-                    } else {
-                        kind
-                    };
-                    self.watches.register(path, kind, sender, on_server);
-                } else if kind == WatchKind::Exist && err == ErrorCode::NoNode {
-                    self.watches.register(path, kind, sender, on_server);
-                }
+                // An exists watch on a node that exists is a data watch (Java's
+                // ExistsWatchRegistration); on a missing node it is an exist watch.
+                let registered = match kind {
+                    WatchKind::Exist if ok => Some(WatchKind::Data),
+                    WatchKind::Exist if err == ErrorCode::NoNode => Some(WatchKind::Exist),
+                    kind if ok => Some(kind),
+                    _ => None,
+                };
+                self.watches.answered(path, registered, sender, on_server);
             }
             Some(WatchAction::Remove { path, kind }) if ok => {
                 self.watches.remove(&path, kind, &mut self.events);

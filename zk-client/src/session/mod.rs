@@ -52,7 +52,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use tokio::sync::oneshot;
 use tracing::{debug, trace, warn};
 use zk_proto::frame::encode_frame;
-use zk_proto::records::{ConnectRequest, RemoveWatchesRequest};
+use zk_proto::records::{AddWatchMode, ConnectRequest, RemoveWatchesRequest};
 use zk_proto::{xid as special, DecodeError, OpCode, Record, RequestHeader};
 
 use crate::command::{Command, Request, WatchAction};
@@ -61,7 +61,7 @@ use crate::state::{SessionInfo, SessionState};
 pub(crate) use outbox::Event;
 use outbox::Outbox;
 use pending::{InFlight, PendingQueue};
-use watches::WatchRegistry;
+use watches::{Route, WatchRegistry};
 use xid::XidAllocator;
 
 #[cfg(feature = "sasl")]
@@ -406,19 +406,25 @@ impl Session {
             Some(WatchAction::Register {
                 path,
                 kind,
-                on_server,
+                on_server: on_server @ true,
                 ..
-            }) if self.watches.serves_locally(path, *kind) => {
-                // A persistent watch of ours on the path sees every event this one-shot
-                // watcher waits for: ask for no watch, which under ZooKeeper 3.8 would replace
-                // the persistent one (ZOOKEEPER-4466). The watch flag is the last byte of
-                // every request that can carry one (getData, exists, getChildren).
-                *on_server = false;
-                if let Some((_, head)) = req.body.split_last() {
-                    let mut body = BytesMut::with_capacity(req.body.len());
-                    body.put_slice(head);
-                    body.put_u8(0);
-                    req.body = body.freeze();
+            }) => {
+                // One registration per path (ZOOKEEPER-4466): a watcher that what the server
+                // holds there already serves asks for nothing that would replace it.
+                match self.watches.route(path, *kind) {
+                    Route::Server => {}
+                    Route::Locally => {
+                        // The watch flag is the last byte of every request that can carry
+                        // one (getData, exists, getChildren).
+                        *on_server = false;
+                        req.body = with_tail(&req.body, &[0]);
+                    }
+                    Route::AsRecursive => {
+                        // addWatch's mode is its last field.
+                        *on_server = false;
+                        let mode = AddWatchMode::PersistentRecursive as i32;
+                        req.body = with_tail(&req.body, &mode.to_be_bytes());
+                    }
                 }
             }
             Some(WatchAction::Remove { path, kind }) => self.watches.forget(path, *kind),
@@ -701,6 +707,17 @@ impl Session {
         }
         self.watches.fail_all(&err, &mut self.events);
     }
+}
+
+/// `body` with its last `tail.len()` bytes replaced by `tail` (unchanged when shorter).
+fn with_tail(body: &Bytes, tail: &[u8]) -> Bytes {
+    let Some(head) = body.len().checked_sub(tail.len()) else {
+        return body.clone();
+    };
+    let mut out = BytesMut::with_capacity(body.len());
+    out.put_slice(&body[..head]);
+    out.put_slice(tail);
+    out.freeze()
 }
 
 /// Bytes of a `RequestHeader` (xid and opcode) in front of every request body.

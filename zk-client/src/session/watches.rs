@@ -1,6 +1,6 @@
 //! `WatchRegistry`: the session's watches, keyed by server path, and the event mapping.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use tokio::sync::oneshot;
 use zk_proto::records::{EventType, WatcherType};
@@ -12,67 +12,37 @@ use crate::error::{Error, Result};
 use crate::event::WatchedEvent;
 use crate::event_queue::EventSender;
 
+mod held;
+
+use held::{Held, Mode};
+
 type Once = oneshot::Sender<Result<WatchedEvent>>;
 type Stream = EventSender;
 
-/// Kinds of server-side watch on one path: what the server holds for this connection, or
-/// what the live watchers need.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Sides {
-    /// One-shot data watch (`getData`/`exists` with a watch; fires once on a data event).
-    pub(crate) data: bool,
-    /// One-shot child watch.
-    pub(crate) child: bool,
-    /// Persistent watch.
-    pub(crate) persistent: bool,
-    /// Persistent recursive watch.
-    pub(crate) recursive: bool,
+/// How a watcher's request goes to the server (see [`WatchRegistry::route`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// With its watch: the server sets it.
+    Server,
+    /// Without a watch: what the server holds on the path already serves it.
+    Locally,
+    /// A persistent `addWatch` sent as recursive (what the server holds there already, so
+    /// nothing changes on the server); the recursive watch serves it.
+    AsRecursive,
 }
 
-impl Sides {
+/// What the live watchers of one path need.
+#[derive(Debug, Default, Clone, Copy)]
+struct Need {
+    data: bool,
+    child: bool,
+    persistent: bool,
+    recursive: bool,
+}
+
+impl Need {
     fn any(self) -> bool {
         self.data || self.child || self.persistent || self.recursive
-    }
-
-    /// Whether these server watches deliver everything `need` asks for. A persistent watch
-    /// sees every event of its node, so it serves one-shot data, exist and child watchers
-    /// too; a recursive one serves data and exist watchers (it gets no child events).
-    fn serve(self, need: Sides) -> bool {
-        (!need.data || self.data || self.persistent || self.recursive)
-            && (!need.child || self.child || self.persistent)
-            && (!need.persistent || self.persistent)
-            && (!need.recursive || self.recursive)
-    }
-
-    /// What is left after a `removeWatches` of `kind`.
-    fn less(mut self, kind: WatcherType) -> Sides {
-        match kind {
-            WatcherType::Children => self.child = false,
-            WatcherType::Data => self.data = false,
-            WatcherType::Any => self = Sides::default(),
-            WatcherType::Persistent => self.persistent = false,
-            WatcherType::PersistentRecursive => self.recursive = false,
-        }
-        self
-    }
-
-    /// Adds a watch the server accepted. ZooKeeper 3.8 keeps one mode per path and watcher
-    /// (ZOOKEEPER-4466, fixed in 3.9): a persistent watch replaces the one-shot data and
-    /// child watches of the path, a recursive one the one-shot data watch.
-    fn add(&mut self, kind: WatchKind) {
-        match kind {
-            WatchKind::Data | WatchKind::Exist => self.data = true,
-            WatchKind::Child => self.child = true,
-            WatchKind::Persistent => {
-                self.persistent = true;
-                self.data = false;
-                self.child = false;
-            }
-            WatchKind::PersistentRecursive => {
-                self.recursive = true;
-                self.data = false;
-            }
-        }
     }
 }
 
@@ -84,20 +54,31 @@ struct PathWatches {
     child: Vec<Once>,
     persistent: Vec<Stream>,
     recursive: Vec<Stream>,
-    /// What the server holds on this path for this connection, as far as we know: set when
-    /// a watch is accepted, cleared when a one-shot fires or a removal is sent.
-    server: Sides,
+    /// What the server holds on this path for this connection: set when a watch is
+    /// accepted, cleared when a one-shot fires or a removal is sent.
+    held: Held,
+    /// Watches asked of the server on this path and not yet answered, in order.
+    asked: VecDeque<WatchKind>,
 }
 
 impl PathWatches {
-    /// What the live watchers need from the server.
-    fn needs(&self) -> Sides {
-        Sides {
+    /// What the live watchers need.
+    fn needs(&self) -> Need {
+        Need {
             data: !self.data.is_empty() || !self.exist.is_empty(),
             child: !self.child.is_empty(),
             persistent: !self.persistent.is_empty(),
             recursive: !self.recursive.is_empty(),
         }
+    }
+
+    /// What the server will hold once the watches asked for are set.
+    fn projected(&self) -> Held {
+        let mut held = self.held;
+        for kind in &self.asked {
+            held.set(*kind);
+        }
+        held
     }
 
     fn prune(&mut self) {
@@ -108,45 +89,97 @@ impl PathWatches {
         self.recursive.retain(|s| !s.is_closed());
     }
 
-    /// No watcher and no server watch: nothing to keep.
+    /// No watcher, no server watch, nothing asked: nothing to keep.
     fn is_empty(&self) -> bool {
-        !self.needs().any() && !self.server.any()
+        !self.needs().any() && !self.held.any() && self.asked.is_empty()
     }
 }
 
-/// Every watch of the session: `(server path, kind) → senders`.
+/// What a notification did: how many watchers were told, and the path whose children
+/// change was derived from it, if any (its watchers may need no server watch any more).
+#[derive(Debug, Default)]
+pub(crate) struct Fired {
+    pub(crate) told: usize,
+    pub(crate) derived: Option<String>,
+}
+
+/// Every watch of the session: `(server path, kind) → senders`, and what the server holds
+/// for each path.
 ///
 /// Watches are added only when the request that sets them succeeds (see
 /// [`Session`](super::Session)); one-shot entries are removed when they fire. Dropped
 /// watchers are pruned lazily: when a path gets a new watcher, when an event finds them, and
 /// when SetWatches is built (a dropped watcher is not re-registered after a reconnect).
 ///
-/// Beside the watchers, each path records which watches the server holds for us there, so
-/// that [`reconcile`](Self::reconcile) can tell, whenever anything changed (a watcher
-/// dropped, a registration completed, a one-shot fired), which server watches no live
-/// watcher needs any more: the server never keeps notifying nobody.
+/// # One registration per path
+///
+/// ZooKeeper up to 3.8 keeps one watch mode per session and path (ZOOKEEPER-4466; see
+/// `held.rs`): a watch set on a path replaces the one there. So the registry keeps, per path,
+/// what the server holds, and sets on the server only what covers every local watcher of
+/// the path without replacing what another relies on:
+///
+/// * a recursive watcher: the recursive mode, which serves every other kind on the path;
+///   the children changes of the path (which a recursive watch never sends) are derived from
+///   the `NodeCreated`/`NodeDeleted` of a direct child, and a real one (3.9 sends it when it
+///   also holds an older watch) is dropped as the same change;
+/// * else a persistent watcher: the persistent mode, which serves the one-shots;
+/// * else the one-shot data and child watches.
+///
+/// A watcher whose needs the path's registration already covers asks the server for
+/// nothing ([`route`](Self::route)). The strongest registration stays while any watcher of
+/// the path is left; [`reconcile`](Self::reconcile) removes what none needs, whenever
+/// anything changed (a watcher dropped, a registration completed, a one-shot fired): the
+/// server never keeps notifying nobody.
 #[derive(Debug, Default)]
 pub(crate) struct WatchRegistry {
     paths: HashMap<String, PathWatches>,
     /// Number of live recursive registrations (0 means events need no ancestor walk).
     recursive: usize,
+    /// SetWatches packets sent on this connection and not yet answered. The events before
+    /// their replies are the server catching up on what changed while disconnected: nothing
+    /// is derived from them and nothing is dropped.
+    rearming: usize,
 }
 
 impl WatchRegistry {
-    /// Adds a watcher; `on_server` when the server set a watch for it (not when the request
-    /// went without one because a persistent watch of ours serves it, see
-    /// [`serves_locally`](Self::serves_locally)).
-    pub(crate) fn register(
+    /// A request setting a watcher of `kind` on `server_path` is being written: whether it
+    /// asks the server for the watch, or what the path's registration (with the watches
+    /// asked for before it) already serves it.
+    pub(crate) fn route(&mut self, server_path: &str, kind: WatchKind) -> Route {
+        let entry = self.paths.entry(server_path.to_owned()).or_default();
+        let held = entry.projected();
+        if held.serves(kind) {
+            if kind == WatchKind::Persistent {
+                Route::AsRecursive
+            } else {
+                Route::Locally
+            }
+        } else {
+            entry.asked.push_back(kind);
+            Route::Server
+        }
+    }
+
+    /// The reply to a request that set a watcher: `registered` is the kind of watch it
+    /// left (none when it failed; an exist watch when `exists` found no node), `on_server`
+    /// whether it asked the server for it (see [`route`](Self::route)).
+    pub(crate) fn answered(
         &mut self,
         path: String,
-        kind: WatchKind,
+        registered: Option<WatchKind>,
         sender: WatchSender,
         on_server: bool,
     ) {
         let entry = self.paths.entry(path).or_default();
         entry.prune();
         if on_server {
-            entry.server.add(kind);
+            entry.asked.pop_front();
+        }
+        let Some(kind) = registered else {
+            return;
+        };
+        if on_server {
+            entry.held.set(kind);
         }
         match (kind, sender) {
             (WatchKind::Data, WatchSender::Once(s)) => entry.data.push(s),
@@ -165,18 +198,15 @@ impl WatchRegistry {
         self.recursive = self.paths.values().map(|p| p.recursive.len()).sum();
     }
 
-    /// Whether any persistent or recursive watch is registered (SetWatches2 needed).
-    pub(crate) fn has_persistent(&self) -> bool {
-        self.paths
-            .values()
-            .any(|p| !p.persistent.is_empty() || !p.recursive.is_empty())
-    }
-
     /// Delivers a server notification, using the Java client's mapping
     /// (`ZKWatchManager.materialize`): `NodeCreated`/`NodeDataChanged` fire data and exist
     /// watches, `NodeChildrenChanged` child watches, `NodeDeleted` all three. Persistent
     /// watches on the path see every node event; recursive watches on the path or any
-    /// ancestor see all but `NodeChildrenChanged`. Returns how many watchers were told.
+    /// ancestor see all but `NodeChildrenChanged`.
+    ///
+    /// Where the parent's registration is recursive, a `NodeCreated`/`NodeDeleted` is also
+    /// the parent's `NodeChildrenChanged`, delivered after it (the server's order); a real
+    /// `NodeChildrenChanged` on such a path is that same change again and is dropped.
     ///
     /// Events carry the server path: each watcher strips its own client's chroot.
     pub(crate) fn fire(
@@ -184,22 +214,46 @@ impl WatchRegistry {
         event_type: EventType,
         server_path: &str,
         out: &mut Outbox,
-    ) -> usize {
-        let event = WatchedEvent {
-            event_type,
-            path: server_path.to_owned(),
-        };
+    ) -> Fired {
         let (data, exist, child) = match event_type {
             EventType::NodeCreated | EventType::NodeDataChanged => (true, true, false),
             EventType::NodeChildrenChanged => (false, false, true),
             EventType::NodeDeleted => (true, true, true),
-            _ => return 0,
+            _ => return Fired::default(),
+        };
+        if event_type == EventType::NodeChildrenChanged && self.derives_children(server_path) {
+            return Fired::default();
+        }
+        let event = WatchedEvent {
+            event_type,
+            path: server_path.to_owned(),
         };
         let mut told = self.fire_path(&event, (data, exist, child), out);
         if self.recursive > 0 && event_type != EventType::NodeChildrenChanged {
             told += self.fire_recursive(&event, out);
         }
-        told
+        let mut derived = None;
+        if matches!(event_type, EventType::NodeCreated | EventType::NodeDeleted) {
+            if let Some(parent) = parent(server_path).filter(|p| self.derives_children(p)) {
+                let changed = WatchedEvent {
+                    event_type: EventType::NodeChildrenChanged,
+                    path: parent.to_owned(),
+                };
+                told += self.fire_path(&changed, (false, false, true), out);
+                derived = Some(changed.path);
+            }
+        }
+        Fired { told, derived }
+    }
+
+    /// Whether `server_path`'s children changes are derived (see [`fire`](Self::fire)):
+    /// never while SetWatches is being answered.
+    fn derives_children(&self, server_path: &str) -> bool {
+        self.rearming == 0
+            && self
+                .paths
+                .get(server_path)
+                .is_some_and(|e| e.held.derives_children())
     }
 
     /// The watchers on the event's own path: the one-shots of the kinds the event fires
@@ -214,8 +268,7 @@ impl WatchRegistry {
             return 0;
         };
         // The server dropped the one-shot watches this event fired.
-        entry.server.data &= !data;
-        entry.server.child &= !child;
+        entry.held.fired(event.event_type);
         let mut told = 0;
         for (fires, list) in [
             (data, &mut entry.data),
@@ -236,7 +289,6 @@ impl WatchRegistry {
         }
         told
     }
-
     /// The recursive watchers on the event's path and its ancestors.
     fn fire_recursive(&mut self, event: &WatchedEvent, out: &mut Outbox) -> usize {
         let mut told = 0;
@@ -310,52 +362,38 @@ impl WatchRegistry {
         self.recount();
     }
 
-    /// Whether a one-shot watcher of `kind` on `server_path` is served by a persistent or
-    /// recursive watch the server already holds there. Its request then goes without a watch
-    /// and the watcher is served from that watch's events: under ZooKeeper 3.8 a one-shot
-    /// watch set on the path would replace the persistent one (ZOOKEEPER-4466) and, once
-    /// fired, leave the persistent watcher deaf.
-    pub(crate) fn serves_locally(&self, server_path: &str, kind: WatchKind) -> bool {
-        let Some(entry) = self.paths.get(server_path) else {
-            return false;
-        };
-        let server = entry.server;
-        match kind {
-            WatchKind::Data | WatchKind::Exist => server.persistent || server.recursive,
-            WatchKind::Child => server.persistent,
-            WatchKind::Persistent | WatchKind::PersistentRecursive => false,
-        }
-    }
-
     /// The server watches on `server_path` that no live watcher needs any more, as the
     /// `removeWatches` types to send; they count as gone from now on. Prunes dropped
-    /// watchers first. Keeps a persistent watch that serves a live one-shot watcher.
+    /// watchers first.
+    ///
+    /// Only `Data`, `Children` and `Any` are sent (3.8 knows no other type): `Any` when no
+    /// watcher of the path is left, else `Data`/`Children` for a one-shot watch nobody waits
+    /// for. A persistent or recursive registration stays while any watcher of the path is
+    /// left, since it serves them all (going down to a weaker one could lose events on
+    /// the way).
     pub(crate) fn reconcile(&mut self, server_path: &str) -> Vec<WatcherType> {
         let Some(entry) = self.paths.get_mut(server_path) else {
             return Vec::new();
         };
         entry.prune();
         let need = entry.needs();
-        let mut server = entry.server;
+        let held = entry.held;
         let mut remove = Vec::new();
-        if server.any() && !need.any() {
-            server = Sides::default();
-            remove.push(WatcherType::Any);
+        if !need.any() {
+            if held.any() {
+                remove.push(WatcherType::Any);
+            }
         } else {
-            for watcher_type in [
-                WatcherType::Data,
-                WatcherType::Children,
-                WatcherType::Persistent,
-                WatcherType::PersistentRecursive,
-            ] {
-                let without = server.less(watcher_type);
-                if without != server && without.serve(need) {
-                    server = without;
-                    remove.push(watcher_type);
-                }
+            if held.data == Mode::Standard && !need.data {
+                remove.push(WatcherType::Data);
+            }
+            if held.child == Mode::Standard && !need.child {
+                remove.push(WatcherType::Children);
             }
         }
-        entry.server = server;
+        for kind in &remove {
+            entry.held = entry.held.less(*kind);
+        }
         if entry.is_empty() {
             self.paths.remove(server_path);
         }
@@ -367,7 +405,7 @@ impl WatchRegistry {
     /// those watches any more.
     pub(crate) fn forget(&mut self, server_path: &str, kind: WatcherType) {
         if let Some(entry) = self.paths.get_mut(server_path) {
-            entry.server = entry.server.less(kind);
+            entry.held = entry.held.less(kind);
         }
     }
 
@@ -385,52 +423,72 @@ impl WatchRegistry {
     }
 
     /// The SetWatches (or SetWatches2, when persistent watches exist) packets that re-arm
-    /// every live watch relative to `relative_zxid`, each listing at most `batch_bytes` of
-    /// paths (Java's `SET_WATCHES_MAX_LENGTH` is 128 KiB), so each stays under the server's
-    /// `jute.maxbuffer`.
+    /// every live watch relative to `relative_zxid` on a new connection, each listing at most
+    /// `batch_bytes` of paths (Java's `SET_WATCHES_MAX_LENGTH` is 128 KiB), so each stays
+    /// under the server's `jute.maxbuffer`.
+    ///
+    /// Per path: every one-shot watcher (so the server fires those whose node changed while
+    /// disconnected, as 3.9 does), then the recursive registration if a recursive watcher is
+    /// left, else the persistent one if a persistent watcher is: the server applies the lists
+    /// in that order, the last mode replacing the others on 3.8.
     pub(crate) fn set_watches(
         &mut self,
         relative_zxid: i64,
         batch_bytes: usize,
     ) -> Vec<SetWatchesBatch> {
         self.rearm();
+        self.rearming = 0;
         if self.paths.is_empty() {
             return Vec::new();
         }
         let mut paths: Vec<(&String, &PathWatches)> = self.paths.iter().collect();
         paths.sort_by(|a, b| a.0.cmp(b.0));
-        let mut batcher = Batcher::new(relative_zxid, self.has_persistent(), batch_bytes);
+        let v2 = paths.iter().any(|(_, e)| {
+            let need = e.needs();
+            need.persistent || need.recursive
+        });
+        let mut batcher = Batcher::new(relative_zxid, v2, batch_bytes);
         for (path, entry) in paths {
+            let need = entry.needs();
             let lists = [
                 (!entry.data.is_empty(), List::Data),
                 (!entry.exist.is_empty(), List::Exist),
-                (!entry.child.is_empty(), List::Child),
-                (!entry.persistent.is_empty(), List::Persistent),
-                (!entry.recursive.is_empty(), List::Recursive),
+                (need.child, List::Child),
+                (need.persistent && !need.recursive, List::Persistent),
+                (need.recursive, List::Recursive),
             ];
             for (_, list) in lists.into_iter().filter(|(present, _)| *present) {
                 batcher.push(list, path);
             }
         }
-        batcher.finish()
+        let batches = batcher.finish();
+        self.rearming = batches.len();
+        batches
+    }
+
+    /// The server answered one SetWatches packet.
+    pub(crate) fn set_watches_answered(&mut self) {
+        self.rearming = self.rearming.saturating_sub(1);
     }
 
     /// A new connection holds no watch until SetWatches registers the live ones, in the order
-    /// the server adds them (one-shot, then persistent, then recursive): records that as
-    /// what the server holds, and drops paths nobody watches any more.
+    /// the server adds them (see [`set_watches`](Self::set_watches)): records that as what
+    /// the server holds, and drops paths nobody watches any more. Nothing asked on the old
+    /// connection is answered now.
     fn rearm(&mut self) {
         for entry in self.paths.values_mut() {
             entry.prune();
+            entry.asked.clear();
             let need = entry.needs();
-            entry.server = Sides::default();
+            entry.held = Held::default();
             for (needed, kind) in [
                 (need.data, WatchKind::Data),
                 (need.child, WatchKind::Child),
-                (need.persistent, WatchKind::Persistent),
+                (need.persistent && !need.recursive, WatchKind::Persistent),
                 (need.recursive, WatchKind::PersistentRecursive),
             ] {
                 if needed {
-                    entry.server.add(kind);
+                    entry.held.set(kind);
                 }
             }
         }
@@ -449,18 +507,18 @@ fn tell_streams(streams: &mut Vec<Stream>, event: &WatchedEvent, out: &mut Outbo
     streams.len()
 }
 
+/// The parent of a server path: `/a` for `/a/b`, `/` for `/a`, none for `/`.
+fn parent(path: &str) -> Option<&str> {
+    match path.rfind('/') {
+        Some(0) if path.len() > 1 => Some("/"),
+        Some(0) | None => None,
+        Some(i) => Some(&path[..i]),
+    }
+}
+
 /// `/a/b/c`, `/a/b`, `/a`, `/`.
 fn self_and_ancestors(path: &str) -> impl Iterator<Item = &str> {
-    let mut next = Some(path);
-    std::iter::from_fn(move || {
-        let current = next?;
-        next = match current.rfind('/') {
-            Some(0) if current.len() > 1 => Some("/"),
-            Some(0) | None => None,
-            Some(i) => Some(&current[..i]),
-        };
-        Some(current)
-    })
+    std::iter::successors(Some(path), |p| parent(p))
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use crate::event::WatchedEvent;
 
 #[cfg(feature = "sasl")]
 mod sasl;
+mod watch_modes;
 mod watches;
 
 const TIMEOUT: Duration = Duration::from_secs(9);

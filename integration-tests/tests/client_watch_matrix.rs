@@ -2,7 +2,8 @@
 //! each gets what ZooKeeper 3.9 would give it, although a 3.8 server keeps one watch mode per
 //! session and path (ZOOKEEPER-4466), and the server holds no watch once they are all dropped.
 //!
-//! `the_issue_20_scenario` is the report as filed; `every_watcher_combination` runs every
+//! `the_issue_20_scenario` is the report as filed; `after_a_reconnect_...` checks SetWatches;
+//! `every_watcher_combination` runs every
 //! subset of {one-shot data, one-shot exists, one-shot children, persistent, persistent
 //! recursive} on one path, set in three orders, against six changes, and compares what each
 //! watcher got with [`TABLE`].
@@ -14,7 +15,8 @@ use std::time::Duration;
 use client_common::{connect, within};
 use futures_util::future::join_all;
 use futures_util::FutureExt;
-use integration_tests::{chroot, fresh_standalone, probe, standalone, Server};
+use integration_tests::proxy::{Cut, Mode};
+use integration_tests::{chroot, fresh_standalone, probe, standalone, Proxy, Server};
 use zk_client::{
     AddWatchMode, Client, CreateOptions, Error, EventType, PersistentWatcher, WatchedEvent, Watcher,
 };
@@ -60,6 +62,69 @@ async fn the_issue_20_scenario() {
     assert!(persistent.next().now_or_never().is_none());
     assert!(recursive.next().now_or_never().is_none());
     c.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn after_a_reconnect_every_watcher_still_gets_its_events() {
+    let server = standalone().await;
+    let root = chroot(server, "watch_reconnect").await;
+    let proxy = Proxy::start(server.addr()).await;
+    let c = within(
+        "connect",
+        Client::builder(&format!("{}{root}", proxy.connect_string()))
+            .session_timeout(Duration::from_secs(20))
+            .connect(),
+    )
+    .await
+    .unwrap();
+    let other = connect(&format!("{}{root}", server.connect_string())).await;
+    c.create("/a", b"", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    let mut persistent = c.add_watch("/a", AddWatchMode::Persistent).await.unwrap();
+    let mut recursive = c
+        .add_watch("/a", AddWatchMode::PersistentRecursive)
+        .await
+        .unwrap();
+    let (_, _, data) = c.get_data_watch("/a").await.unwrap();
+    let (_, _, children) = c.get_children_watch("/a").await.unwrap();
+
+    proxy.set_mode(Mode::Refuse);
+    proxy.cut(Cut::Reset);
+    let mut states = c.state_watcher();
+    within("disconnected", states.wait_for(|s| !s.is_connected())).await;
+    other.set_data("/a", b"while away", None).await.unwrap();
+    proxy.set_mode(Mode::Pass);
+    within("reconnected", c.wait_connected(Duration::from_secs(20)))
+        .await
+        .unwrap();
+    // SetWatches lists the one-shot data watch: the server sees /a changed since and fires
+    // it (as 3.9 does; the Java client hands that event to the path's persistent watchers
+    // too).
+    let changed = (EventType::NodeDataChanged, "/a".to_owned());
+    assert_eq!(kind(within("data", data).await), changed);
+    assert_eq!(kind(within("persistent", persistent.next()).await), changed);
+    assert_eq!(kind(within("recursive", recursive.next()).await), changed);
+
+    other
+        .create("/a/b", b"", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    let children_changed = (EventType::NodeChildrenChanged, "/a".to_owned());
+    assert_eq!(kind(within("children", children).await), children_changed);
+    assert_eq!(
+        kind(within("persistent", persistent.next()).await),
+        children_changed
+    );
+    assert_eq!(
+        kind(within("recursive", recursive.next()).await),
+        (EventType::NodeCreated, "/a/b".to_owned())
+    );
+    c.sync("/").await.unwrap();
+    assert!(persistent.next().now_or_never().is_none(), "no duplicate");
+    assert!(recursive.next().now_or_never().is_none());
+    c.close().await.unwrap();
+    other.close().await.unwrap();
 }
 
 fn kind(event: zk_client::Result<WatchedEvent>) -> (EventType, String) {

@@ -165,12 +165,18 @@
 //! persistent watch alive until it fires; the client looks again each time a registration
 //! completes or a one-shot fires.
 //!
-//! ZooKeeper 3.8 keeps one watch mode per path and session (ZOOKEEPER-4466, fixed in 3.9): a
-//! one-shot watch set on a path that has a persistent watch replaces it. The client therefore
-//! sets no server watch for a one-shot watcher on a path where its persistent watch is
-//! already registered, and serves that watcher from the persistent watch's events. (A
-//! one-shot watch whose call is sent while the `add_watch` on the same path is still in
-//! flight is not covered; set the persistent watch first.) A [`PersistentWatcher`] holds a
+//! Every watcher gets what ZooKeeper 3.9 would give it, on 3.6 to 3.8 servers too, which keep
+//! one watch mode per path and session (ZOOKEEPER-4466): a watch set on a path replaces the
+//! one there, so a recursive watch added after a persistent one would leave the persistent
+//! and one-shot children watchers deaf. The client keeps, per path, what the server holds
+//! and registers only what covers every watcher of the path: the recursive mode if a
+//! recursive watcher is there, else the persistent mode, else the one-shot watches; a
+//! watcher the path's registration covers asks the server for nothing. Under a recursive
+//! watch the path's `NodeChildrenChanged` (which a recursive watch never sends) is derived
+//! from the `NodeCreated`/`NodeDeleted` of a direct child, and one the server sends anyway
+//! (3.9, keeping an older watch beside it) is dropped, so it is delivered once. The
+//! strongest registration stays until no watcher of the path is left. A
+//! [`PersistentWatcher`] holds a
 //! bounded queue of unread events ([`ClientBuilder::watch_buffer`]); a reader that falls
 //! behind gets [`Error::Lagged`] with the number of events dropped, then the events after.
 //!

@@ -2,11 +2,11 @@
 //! each gets what ZooKeeper 3.9 would give it, although a 3.8 server keeps one watch mode per
 //! session and path (ZOOKEEPER-4466), and the server holds no watch once they are all dropped.
 //!
-//! `the_issue_20_scenario` is the report as filed; `after_a_reconnect_...` checks SetWatches;
-//! `every_watcher_combination` runs every
-//! subset of {one-shot data, one-shot exists, one-shot children, persistent, persistent
-//! recursive} on one path, set in three orders, against six changes, and compares what each
-//! watcher got with [`TABLE`].
+//! `the_issue_20_scenario` is the report as filed; `after_a_reconnect_...` checks what
+//! SetWatches catches up; `every_watcher_combination` runs every subset of {one-shot data,
+//! one-shot exists, one-shot children, persistent, persistent recursive} on one path, set in
+//! three orders, with and without a reconnect before the change, against six changes, and
+//! compares what each watcher got with [`TABLE`].
 
 mod client_common;
 
@@ -307,21 +307,29 @@ const TABLE: [(Change, [Expect; 5]); 6] = [
     ),
 ];
 
-/// One run: a subset of kinds set in one order, then one change.
+/// One run: a subset of kinds set in one order, a reconnect or not, then one change.
 #[derive(Debug, Clone)]
 struct Combination {
     id: usize,
     kinds: Vec<Kind>,
+    /// The connection is cut (through a proxy) once the watchers are set: the session
+    /// reconnects and SetWatches re-arms them before the change.
+    reconnect: bool,
     change: usize,
 }
 
 impl Combination {
     fn describe(&self) -> String {
-        format!("{:?} then {}", self.kinds, TABLE[self.change].0.name)
+        let reconnect = if self.reconnect { ", reconnect," } else { "" };
+        format!(
+            "{:?}{reconnect} then {}",
+            self.kinds, TABLE[self.change].0.name
+        )
     }
 }
 
-/// Every subset in every order (one run per distinct sequence) crossed with every change.
+/// Every subset in every order (one run per distinct sequence), with and without a
+/// reconnect, crossed with every change.
 fn combinations() -> Vec<Combination> {
     let mut sequences: Vec<Vec<Kind>> = Vec::new();
     for subset in 0u32..32 {
@@ -336,13 +344,16 @@ fn combinations() -> Vec<Combination> {
         }
     }
     let mut out = Vec::new();
-    for kinds in sequences {
-        for change in 0..TABLE.len() {
-            out.push(Combination {
-                id: out.len(),
-                kinds: kinds.clone(),
-                change,
-            });
+    for reconnect in [false, true] {
+        for kinds in &sequences {
+            for change in 0..TABLE.len() {
+                out.push(Combination {
+                    id: out.len(),
+                    kinds: kinds.clone(),
+                    reconnect,
+                    change,
+                });
+            }
         }
     }
     out
@@ -365,7 +376,7 @@ async fn every_watcher_combination() {
     for batch in all.chunks(BATCH) {
         let runs = join_all(batch.iter().map(|c| run(&server, &admin, c))).await;
         let mut clients = Vec::new();
-        for (combination, (client, problems)) in batch.iter().zip(runs) {
+        for (combination, (client, proxy, problems)) in batch.iter().zip(runs) {
             if !problems.is_empty() {
                 failed_combinations += 1;
                 failures.push(format!(
@@ -374,7 +385,7 @@ async fn every_watcher_combination() {
                     problems.join("; ")
                 ));
             }
-            clients.push(client);
+            clients.push((client, proxy));
         }
         // Every watcher of the batch is gone (fired or dropped) and each client made a round
         // trip after: the server must hold no watch for these sessions.
@@ -386,7 +397,7 @@ async fn every_watcher_combination() {
                 batch[batch.len() - 1].id
             ));
         }
-        join_all(clients.iter().map(Client::close)).await;
+        join_all(clients.iter().map(|(c, _)| c.close())).await;
     }
     eprintln!(
         "watch matrix: {} combinations, {} failed",
@@ -410,14 +421,27 @@ enum Set {
 }
 
 /// Runs one combination on a session of its own in `/m<id>`: what each watcher got, against
-/// the table. Returns the client (still open, every watcher dropped) and the problems found.
-async fn run(server: &Server, admin: &Client, c: &Combination) -> (Client, Vec<String>) {
+/// the table. Returns the client (still open, every watcher dropped), its proxy if it
+/// reconnects, and the problems found.
+async fn run(
+    server: &Server,
+    admin: &Client,
+    c: &Combination,
+) -> (Client, Option<Proxy>, Vec<String>) {
     let root = format!("/m{}", c.id);
     admin
         .create(&root, b"", &CreateOptions::persistent())
         .await
         .unwrap();
-    let client = connect(&format!("{}{root}", server.connect_string())).await;
+    let proxy = if c.reconnect {
+        Some(Proxy::start(server.addr()).await)
+    } else {
+        None
+    };
+    let hosts = proxy
+        .as_ref()
+        .map_or_else(|| server.connect_string(), Proxy::connect_string);
+    let client = connect(&format!("{hosts}{root}")).await;
     let (change, expected) = &TABLE[c.change];
     for path in change.before {
         client
@@ -428,6 +452,9 @@ async fn run(server: &Server, admin: &Client, c: &Combination) -> (Client, Vec<S
     let mut set = Vec::new();
     for kind in &c.kinds {
         set.push((*kind, watch(&client, *kind).await));
+    }
+    if let Some(proxy) = &proxy {
+        reconnect(&client, proxy).await;
     }
     for write in change.writes {
         match *write {
@@ -464,7 +491,19 @@ async fn run(server: &Server, admin: &Client, c: &Combination) -> (Client, Vec<S
     }
     // Every watcher is dropped now; a round trip orders the removals before the count.
     client.sync("/").await.unwrap();
-    (client, problems)
+    (client, proxy, problems)
+}
+
+/// Cuts the client's connection and waits (bounded) until it is connected again.
+async fn reconnect(client: &Client, proxy: &Proxy) {
+    let epoch = client.connection_epoch();
+    proxy.cut(Cut::Reset);
+    within("reconnect", async {
+        while client.connection_epoch() == epoch || !client.state().is_connected() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
 }
 
 async fn watch(client: &Client, kind: Kind) -> Set {

@@ -72,6 +72,12 @@ impl Client {
     /// `ChildWatchRemoved` or `PersistentWatchRemoved` event; persistent streams then end.
     /// `WatcherType::Any` also removes persistent watches.
     ///
+    /// ZooKeeper up to 3.8 keeps one watch mode per path (ZOOKEEPER-4466), and the client
+    /// serves one-shot watchers on a path it watches persistently from that persistent watch.
+    /// There, `Data` or `Children` removes the persistent or recursive mode of that table on
+    /// the server too, and 3.9 answers `NoWatcher` (it holds no one-shot watch there): to
+    /// stop one-shot watchers on such a path, drop them instead.
+    ///
     /// ```no_run
     /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
     /// use zk_client::WatcherType;

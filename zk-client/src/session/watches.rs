@@ -170,12 +170,15 @@ impl WatchRegistry {
         sender: WatchSender,
         on_server: bool,
     ) {
-        let entry = self.paths.entry(path).or_default();
+        let entry = self.paths.entry(path.clone()).or_default();
         entry.prune();
         if on_server {
             entry.asked.pop_front();
         }
         let Some(kind) = registered else {
+            if entry.is_empty() {
+                self.paths.remove(&path);
+            }
             return;
         };
         if on_server {
@@ -420,6 +423,7 @@ impl WatchRegistry {
             }
         }
         self.recursive = 0;
+        self.rearming = 0;
     }
 
     /// The SetWatches (or SetWatches2, when persistent watches exist) packets that re-arm

@@ -184,6 +184,8 @@
 //! protocol (bad bytes, a multi reply with the wrong number of results). It is `Clone + Send + Sync`;
 //! [`Error::is_retryable`] and [`Error::code`] help generic handling.
 #![forbid(unsafe_code)]
+// docs.rs (`--cfg docsrs`, nightly): label items that need a Cargo feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod builder;
 mod client;

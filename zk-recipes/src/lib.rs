@@ -66,6 +66,8 @@
 //! with the connection, the lock lists the parent after the reconnect and finds its node by
 //! the guid, instead of creating a second node that would wait behind a ghost forever.
 #![forbid(unsafe_code)]
+// docs.rs (`--cfg docsrs`, nightly): label items that need a Cargo feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod cleanup;
 mod error;

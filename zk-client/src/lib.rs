@@ -244,3 +244,8 @@ mod tests {
         send::<crate::PersistentWatcher>();
     }
 }
+
+/// The crate README's example, compiled as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct CrateReadmeDoctests;

@@ -70,3 +70,8 @@ pub use frame::{DEFAULT_MAX_FRAME_LEN, SERVER_MAX_BUFFER};
 pub use header::{ReplyHeader, RequestHeader, REPLY_HEADER_LEN, REQUEST_HEADER_LEN};
 pub use op_code::OpCode;
 pub use stat::{Stat, STAT_LEN};
+
+/// The crate README's example, compiled as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct CrateReadmeDoctests;

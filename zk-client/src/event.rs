@@ -3,7 +3,11 @@
 pub use zk_proto::records::{AddWatchMode, EventType, WatcherType};
 
 /// A change to a watched node.
+///
+/// `#[non_exhaustive]`: newer servers send more with an event (3.9 adds the zxid of the
+/// change), so fields may be added.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WatchedEvent {
     /// What happened.
     pub event_type: EventType,

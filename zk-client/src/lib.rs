@@ -190,6 +190,8 @@
 //! protocol (bad bytes, a multi reply with the wrong number of results). It is `Clone + Send + Sync`;
 //! [`Error::is_retryable`] and [`Error::code`] help generic handling.
 #![forbid(unsafe_code)]
+// docs.rs (`--cfg docsrs`, nightly): label items that need a Cargo feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod builder;
 mod client;
@@ -248,3 +250,8 @@ mod tests {
         send::<crate::PersistentWatcher>();
     }
 }
+
+/// The crate README's example, compiled as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct CrateReadmeDoctests;

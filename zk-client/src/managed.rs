@@ -27,7 +27,10 @@ pub const DEFAULT_RENEW_ATTEMPTS: u32 = 1_000;
 
 /// One session of a [`SessionManager`]: its client and its generation number (1 for the
 /// first session, then +1 for each renewal).
+///
+/// `#[non_exhaustive]`: fields may be added (read them; generations are made by the manager).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Generation {
     /// Counts the sessions the manager opened, starting at 1.
     pub number: u64,

@@ -10,9 +10,13 @@
 //!   length-prefixed `buffer`/`ustring`/`vector`).
 //! - [`frame`]: the 4-byte length prefix around every packet, with a maximum frame length,
 //!   as pure functions (the crate has no runtime dependency).
-//! - [`header`]: `RequestHeader` and `ReplyHeader`; [`xid`]: the special xids.
+//! - [`RequestHeader`] and [`ReplyHeader`] (with their encoded lengths); [`xid`]: the special
+//!   xids.
 //! - [`OpCode`], [`ErrorCode`]: code tables; unknown error codes stay representable.
-//! - [`stat`], [`acl`]: shared data records; [`records`]: every request/response record.
+//! - [`Stat`], [`acl`]: shared data records; [`records`]: every request/response record.
+//!
+//! Every public item has one path: the one-item modules (`error_code`, `op_code`, `stat`,
+//! `header`) are private and their items are re-exported here.
 //!
 //! # Wire layout
 //!
@@ -50,12 +54,12 @@ pub mod acl;
 pub mod codec;
 mod codes;
 mod error;
-pub mod error_code;
+mod error_code;
 pub mod frame;
-pub mod header;
-pub mod op_code;
+mod header;
+mod op_code;
 pub mod records;
-pub mod stat;
+mod stat;
 pub mod xid;
 
 pub use acl::{Acl, Id, Perms};
@@ -63,6 +67,11 @@ pub use codec::{decode_exact, decode_prefix, encode_to_bytes, Record};
 pub use error::DecodeError;
 pub use error_code::ErrorCode;
 pub use frame::{DEFAULT_MAX_FRAME_LEN, SERVER_MAX_BUFFER};
-pub use header::{ReplyHeader, RequestHeader};
+pub use header::{ReplyHeader, RequestHeader, REPLY_HEADER_LEN, REQUEST_HEADER_LEN};
 pub use op_code::OpCode;
-pub use stat::Stat;
+pub use stat::{Stat, STAT_LEN};
+
+/// The crate README's example, compiled as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct CrateReadmeDoctests;

@@ -66,6 +66,8 @@
 //! with the connection, the lock lists the parent after the reconnect and finds its node by
 //! the guid, instead of creating a second node that would wait behind a ghost forever.
 #![forbid(unsafe_code)]
+// docs.rs (`--cfg docsrs`, nightly): label items that need a Cargo feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod cleanup;
 mod error;
@@ -92,3 +94,8 @@ pub use state::{LockState, LockTransitions};
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The crate README's example (the one crates.io shows), compiled as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct CrateReadmeDoctests;

@@ -7,6 +7,9 @@ use zk_proto::Acl;
 
 /// How to create a node: its [`CreateMode`], ACL and TTL.
 ///
+/// Made by the constructors and `with_*` methods below (`#[non_exhaustive]`: options may be
+/// added); the fields can be read and set.
+///
 /// ```
 /// use std::time::Duration;
 /// use zk_client::{Acl, CreateMode, CreateOptions};
@@ -19,6 +22,7 @@ use zk_proto::Acl;
 /// let private = CreateOptions::persistent().with_acl(Acl::creator_all().to_vec());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CreateOptions {
     /// Persistent, ephemeral, sequential, container or TTL.
     pub mode: CreateMode,

@@ -3,14 +3,14 @@
 //! Names follow `zookeeper.jute` (`GetDataRequest`, `Create2Response`...) so they can be
 //! diffed against it; fields are in jute order with Rust names.
 
-pub mod acl;
-pub mod auth;
-pub mod children;
-pub mod config;
-pub mod connect;
-pub mod multi;
-pub mod node;
-pub mod watch;
+mod acl;
+mod auth;
+mod children;
+mod config;
+mod connect;
+mod multi;
+mod node;
+mod watch;
 
 pub use acl::{GetAclRequest, GetAclResponse, SetAclRequest, SetAclResponse};
 pub use auth::{AuthPacket, ClientInfo, GetSaslRequest, SetSaslResponse, WhoAmIResponse};

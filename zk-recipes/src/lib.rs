@@ -73,10 +73,12 @@ mod guard;
 pub mod leader;
 pub mod lock;
 mod metrics;
+pub mod node;
 mod owner;
 mod retry;
 mod revoke;
 mod semaphore;
+pub mod shared;
 mod state;
 
 pub use error::{Error, LossReason, Result};

@@ -1,0 +1,9 @@
+//! Nodes that outlive their session: [`PersistentNode`] (Curator's `PersistentNode` and
+//! `PersistentEphemeralNode`), kept present across deletions, connection losses and new
+//! sessions of a [`SessionManager`](zk_client::SessionManager).
+
+pub(crate) mod kernel;
+mod persistent;
+mod run;
+
+pub use persistent::{NodeEvent, NodeOptions, PersistentNode};

@@ -69,6 +69,7 @@
 
 mod cleanup;
 mod error;
+pub mod group;
 mod guard;
 pub mod leader;
 pub mod lock;

@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 pub(crate) use crate::cleanup::find_own;
 pub(crate) use crate::lock::naming::protected_prefix;
 pub(crate) use crate::lock::support::check_base;
+pub(crate) use crate::owner::local_address;
 pub(crate) use crate::retry::MAX_TURNS;
 
 /// The lock kernel reports a session that ended while waiting as a lost lock; these recipes

@@ -68,6 +68,8 @@
 #![forbid(unsafe_code)]
 
 mod cleanup;
+#[cfg(feature = "discovery")]
+pub mod discovery;
 mod error;
 pub mod group;
 mod guard;

@@ -67,6 +67,7 @@
 //! the guid, instead of creating a second node that would wait behind a ghost forever.
 #![forbid(unsafe_code)]
 
+pub mod barrier;
 mod cleanup;
 #[cfg(feature = "discovery")]
 pub mod discovery;

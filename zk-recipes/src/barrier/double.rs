@@ -219,15 +219,12 @@ impl DistributedDoubleBarrier {
                 lowest
             };
             let watched = child_path(&self.path, &watch);
-            match retrying(client, || client.exists_watch(&watched)).await? {
-                (Some(_), watcher) => {
-                    if let Err(e) = watcher.await {
-                        if e.is_terminal() {
-                            return Err(session_error(client));
-                        }
+            if let (Some(_), watcher) = retrying(client, || client.exists_watch(&watched)).await? {
+                if let Err(e) = watcher.await {
+                    if e.is_terminal() {
+                        return Err(session_error(client));
                     }
                 }
-                (None, _) => {}
             }
         }
         Ok(false)

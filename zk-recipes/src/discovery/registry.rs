@@ -107,10 +107,8 @@ impl ServiceDiscovery {
         let path = child_path(&self.service_path(&instance.name), &instance.id);
         let json = instance.to_json();
         let mut registered = self.registered.lock().await;
-        if let Some(old) = registered.remove(&key) {
-            if let Registration::Dynamic(node) = old {
-                node.close().await?;
-            }
+        if let Some(Registration::Dynamic(node)) = registered.remove(&key) {
+            node.close().await?;
         }
         match instance.service_type {
             ServiceType::Dynamic | ServiceType::DynamicSequential => {

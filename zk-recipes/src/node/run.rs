@@ -377,9 +377,7 @@ impl Run {
                 _ = sleep, if touch.is_some() => {
                     // Touch: writing the data again moves mtime, which restarts the TTL.
                     let data = self.shared.data();
-                    if let Err(stop) = self.write(&path, &data).await {
-                        return Err(stop);
-                    }
+                    self.write(&path, &data).await?;
                 }
             }
         }

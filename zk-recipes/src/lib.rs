@@ -18,6 +18,9 @@
 //! - [`LeaderLatch`]: leader election in Curator's `LeaderLatch` layout, re-joining after
 //!   an expiry on a [`zk_client::SessionManager`] (see [`leader`]).
 //! - [`LeaderSelector`]: runs a future while leader (Curator's `LeaderSelector` layout).
+//! - Membership and shared values in Curator's layouts: [`node::PersistentNode`],
+//!   [`group::GroupMember`], service discovery (`discovery`, feature `discovery`),
+//!   [`shared`] counters and values, [`barrier`]s.
 //!
 //! # Holding a lock safely
 //!

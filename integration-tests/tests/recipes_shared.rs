@@ -264,3 +264,80 @@ async fn shared_value_changes_end_with_the_session() {
     assert!(end.is_err(), "changes end when the session does: {end:?}");
     assert!(value.set_value(b"b").await.is_err());
 }
+
+/// Under connection cuts: every increment reported as succeeded was applied exactly once.
+/// Rust increments run through a proxy that is reset again and again (a write whose reply is
+/// lost fails with `ConnectionLoss`: not acknowledged, maybe applied); Java increments at the
+/// same time without faults (Curator's retry could count a lost-reply write twice).
+#[tokio::test]
+async fn atomic_long_under_connection_cuts_counts_every_acknowledged_increment_once() {
+    use integration_tests::proxy::Cut;
+    use integration_tests::{chroot, standalone, Proxy, ZkTarget};
+    let server = standalone().await;
+    let root = chroot(server, "shared_atomic_faults").await;
+    let hosts = server.hosts(&root);
+    let admin = common::connect(&hosts).await;
+    let mut java = JavaPeer::start(JAVA, &[&hosts], false).await;
+    let proxy = std::sync::Arc::new(Proxy::start(server.addr()).await);
+    const JAVA_N: usize = 100;
+    const RUST_N: usize = 100;
+    java.send(&format!("atomic-inc /c /c-lock {JAVA_N}")).await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let cutter = {
+        let (proxy, stop) = (proxy.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut cuts = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(40)).await;
+                proxy.cut(Cut::Reset);
+                cuts += 1;
+            }
+            cuts
+        })
+    };
+    let mut tasks = Vec::new();
+    for _ in 0..2 {
+        let client = common::connect(&format!("{}{root}", proxy.connect_string())).await;
+        let counter = DistributedAtomicLong::new(client, "/c")
+            .unwrap()
+            .promoted_to_lock(PromotedToLock::new("/c-lock"));
+        tasks.push(tokio::spawn(async move {
+            let (mut acked, mut ambiguous, mut other) = (0i64, 0i64, 0i64);
+            while acked < RUST_N as i64 {
+                match counter.increment().await {
+                    Ok(v) if v.succeeded => acked += 1,
+                    Ok(_) => {}
+                    Err(zk_recipes::Error::Client(e)) if e.is_connection_loss() => ambiguous += 1,
+                    // A lock acquisition cut short, say.
+                    Err(_) => other += 1,
+                }
+                assert!(ambiguous + other < 10_000, "no progress");
+            }
+            (acked, ambiguous)
+        }));
+    }
+    let (mut acked, mut ambiguous) = (0, 0);
+    for t in tasks {
+        let (a, m) = within("rust increments", t).await.unwrap();
+        acked += a;
+        ambiguous += m;
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let cuts = cutter.await.unwrap();
+    assert!(java.line().await.starts_with(&format!("DONE ok={JAVA_N} ")));
+    let total = DistributedAtomicLong::new(admin, "/c")
+        .unwrap()
+        .get()
+        .await
+        .unwrap()
+        .post_value;
+    let acknowledged = acked + JAVA_N as i64;
+    println!(
+        "{cuts} cuts: {acknowledged} acknowledged, {ambiguous} ambiguous, final value {total}"
+    );
+    assert!(
+        total >= acknowledged && total <= acknowledged + ambiguous,
+        "final {total} outside [{acknowledged}, {acknowledged} + {ambiguous}]"
+    );
+    java.close().await;
+}

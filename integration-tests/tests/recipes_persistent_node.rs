@@ -291,3 +291,36 @@ async fn set_data_before_the_first_create_is_kept_for_it() {
     assert!(admin.exists("/e/n").await.unwrap().is_none());
     m.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn someone_elses_edit_is_kept_and_reported_until_the_next_re_create() {
+    let hosts = common::shared_root("pnode_foreign_edit").await;
+    let admin = common::connect(&hosts).await;
+    let m = manager(&hosts).await;
+    let node = PersistentNode::start(&m, "/x/n", b"ours", NodeOptions::ephemeral()).unwrap();
+    let mut events = node.events();
+    node.initial_create(WAIT).await.unwrap();
+    assert!(matches!(
+        next_event(&mut events).await,
+        NodeEvent::Created { .. }
+    ));
+    admin.set_data("/x/n", b"theirs", None).await.unwrap();
+    match next_event(&mut events).await {
+        NodeEvent::DataChanged { data, .. } => assert_eq!(data.as_ref(), b"theirs"),
+        other => panic!("unexpected {other:?}"),
+    }
+    // Kept, as Curator keeps it.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(admin.get_data("/x/n").await.unwrap().0.as_ref(), b"theirs");
+    // A re-create writes ours again.
+    admin.delete("/x/n", None).await.unwrap();
+    eventually("ours again", WAIT, || async {
+        match admin.get_data("/x/n").await {
+            Ok((d, _)) if d.as_ref() == b"ours" => Some(()),
+            _ => None,
+        }
+    })
+    .await;
+    node.close().await.unwrap();
+    m.close().await.unwrap();
+}

@@ -261,16 +261,20 @@ impl Run {
     async fn recreate(&mut self, path: &str) -> Step<bool> {
         match self.client.get_data(path).await {
             Ok((data, stat)) if self.owns(&stat) => {
+                // Not seen since it was (re)created or adopted: its data may be a lost
+                // create's or a write we lost track of. Once seen, a change is someone
+                // else's edit, which is kept (as Curator keeps it).
+                let adopting = self.seen.is_none();
                 if !self.created_once {
                     // A node of ours we could not know was created (a lost reply).
                     self.created(path.to_owned(), data.clone());
                 }
                 let ours = self.shared.data();
-                if data != ours {
+                if adopting && data != ours {
                     // Ours, with other data: a create or write we lost track of, or a
                     // persistent node adopted (Curator writes its data over it too).
                     match self.client.set_data(path, &ours, None).await {
-                        Ok(_) => {}
+                        Ok(_) => self.seen = Some(ours),
                         Err(zk_client::Error::NoNode) => return Ok(false),
                         Err(e) => {
                             self.recover(e).await?;

@@ -129,7 +129,10 @@ async fn follow_on(
             {
                 Ok(w) => watch = Some(w),
                 Err(e) if e.is_terminal() => return End::SessionEnded,
-                Err(_) => continue,
+                Err(e) => {
+                    pause(stop, &e).await;
+                    continue;
+                }
             }
         }
         if stale {
@@ -142,7 +145,10 @@ async fn follow_on(
                     });
                 }
                 Err(e) if e.is_terminal() => return End::SessionEnded,
-                Err(_) => continue,
+                Err(e) => {
+                    pause(stop, &e).await;
+                    continue;
+                }
             }
         }
         let Some(w) = watch.as_mut() else { continue };
@@ -170,6 +176,20 @@ async fn follow_on(
     }
     End::SessionEnded
 }
+
+/// After a failed request: a short pause before trying again, so an error that persists
+/// (`NoAuth`, say) is not retried in a busy loop (CURATOR-729). A connection loss is noticed
+/// by the state check on the next turn.
+async fn pause(stop: &CancellationToken, error: &zk_client::Error) {
+    debug!(error = %error, "children cache request failed; trying again shortly");
+    tokio::select! {
+        _ = stop.cancelled() => {}
+        _ = tokio::time::sleep(RETRY_PAUSE) => {}
+    }
+}
+
+/// Pause between two tries of a failed request.
+const RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Reads every child and its data (a child gone meanwhile is left out; a missing parent is
 /// an empty list).

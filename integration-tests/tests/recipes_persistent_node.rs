@@ -324,3 +324,63 @@ async fn someone_elses_edit_is_kept_and_reported_until_the_next_re_create() {
     node.close().await.unwrap();
     m.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_ttl_node_in_curators_layout_is_touched_at_once_and_left_to_the_server_on_close() {
+    use zk_recipes::node::PersistentTtlNode;
+    let hosts = common::shared_root("pnode_ttl_curator").await;
+    let admin = common::connect(&hosts).await;
+    let m = manager(&hosts).await;
+    // A long TTL: the touch node appears long before the first period (Curator 5.4 waits
+    // ttl/2 first, GH-1258).
+    let slow = PersistentTtlNode::start(&m, "/ttl/slow", b"d", Duration::from_secs(20)).unwrap();
+    eventually("touch node at once", Duration::from_secs(5), || async {
+        admin.exists("/ttl/slow/touch").await.unwrap().map(|_| ())
+    })
+    .await;
+    let (data, _) = eventually("container data", WAIT, || async {
+        admin
+            .get_data("/ttl/slow")
+            .await
+            .ok()
+            .filter(|(d, _)| d.as_ref() == b"d")
+    })
+    .await;
+    assert_eq!(data.as_ref(), b"d");
+    slow.close().await.unwrap();
+
+    let ttl = Duration::from_millis(600);
+    let node = PersistentTtlNode::start(&m, "/ttl/fast", b"x", ttl).unwrap();
+    node.node().initial_create(WAIT).await.unwrap();
+    let first = eventually("touched", WAIT, || async {
+        admin.exists("/ttl/fast/touch").await.unwrap()
+    })
+    .await;
+    let moved = eventually("touched again", WAIT, || async {
+        admin
+            .exists("/ttl/fast/touch")
+            .await
+            .unwrap()
+            .filter(|s| s.mtime > first.mtime)
+    })
+    .await;
+    assert!(moved.mtime > first.mtime);
+    node.close().await.unwrap();
+    // Close stops the touching and leaves both nodes to the server's reaper (Curator's
+    // close deletes nothing either).
+    let after = admin
+        .exists("/ttl/fast/touch")
+        .await
+        .unwrap()
+        .map(|s| s.mtime);
+    tokio::time::sleep(ttl * 2).await;
+    let later = admin
+        .exists("/ttl/fast/touch")
+        .await
+        .unwrap()
+        .map(|s| s.mtime);
+    if let (Some(after), Some(later)) = (after, later) {
+        assert_eq!(later, after, "still touched after close");
+    }
+    m.close().await.unwrap();
+}

@@ -6,5 +6,7 @@ pub(crate) mod children;
 pub(crate) mod kernel;
 mod persistent;
 mod run;
+mod ttl;
 
 pub use persistent::{NodeEvent, NodeOptions, PersistentNode};
+pub use ttl::{PersistentTtlNode, DEFAULT_TOUCH_NAME};

@@ -131,6 +131,8 @@ pub(crate) struct Shared {
     pub(crate) data: Mutex<Bytes>,
     pub(crate) status: watch::Sender<Status>,
     pub(crate) events: broadcast::Sender<NodeEvent>,
+    /// Leave the node in place on close (a `PersistentTtlNode`'s container parent).
+    pub(crate) keep_on_close: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -224,6 +226,7 @@ impl PersistentNode {
             data: Mutex::new(Bytes::copy_from_slice(data)),
             status,
             events,
+            keep_on_close: std::sync::atomic::AtomicBool::new(false),
         });
         let (commands, rx) = mpsc::unbounded_channel();
         let stop = CancellationToken::new();
@@ -333,6 +336,13 @@ impl PersistentNode {
             None | Some(Error::Client(zk_client::Error::Closed)) => Ok(()),
             Some(e) => Err(e),
         }
+    }
+
+    /// Makes [`close`](Self::close) (and drop) stop keeping the node without deleting it.
+    pub(crate) fn keep_on_close(&self) {
+        self.shared
+            .keep_on_close
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     fn ended(&self) -> Error {

@@ -67,7 +67,13 @@ pub(crate) async fn run(
     let ended = loop {
         match run.keep().await {
             Stop::Closed => {
-                run.remove().await;
+                if !run
+                    .shared
+                    .keep_on_close
+                    .load(std::sync::atomic::Ordering::SeqCst)
+                {
+                    run.remove().await;
+                }
                 break Error::Client(zk_client::Error::Closed);
             }
             Stop::Failed(e) => {

@@ -121,9 +121,11 @@ impl ServiceDiscovery {
                 // create whose reply is lost cannot be found again: Curator has the same gap).
                 let options = NodeOptions::new(mode);
                 let node = PersistentNode::start(&self.manager, &path, json.as_bytes(), options)?;
-                let created = node.initial_create(REGISTER_WAIT).await;
+                // A registration that cannot be kept (NoAuth, say) is not remembered; its
+                // handle is dropped, which removes anything it made.
+                node.initial_create(REGISTER_WAIT).await?;
                 registered.insert(key, Registration::Dynamic(node));
-                created.map(drop)
+                Ok(())
             }
             ServiceType::Static | ServiceType::Permanent => {
                 write_persistent(&self.client(), &path, json.as_bytes()).await?;

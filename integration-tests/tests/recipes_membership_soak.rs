@@ -1,5 +1,6 @@
 //! Membership under faults: service registrations (`ServiceDiscovery`, DYNAMIC and
-//! DYNAMIC_SEQUENTIAL) of several members through forced expiries, deletions by an operator
+//! DYNAMIC_SEQUENTIAL) and group members (`GroupMember`, watched by a Curator 5.4
+//! `GroupMember` in a Java process) of several members through forced expiries, deletions by an operator
 //! and partitions longer than the session (each member behind its own proxy). Checked all
 //! along: never two nodes for one instance id. At the end: every member registered again on
 //! its current session, and nothing left (nor coming back) after close.
@@ -16,10 +17,11 @@ use std::time::{Duration, Instant};
 
 use integration_tests::proxy::Mode;
 use integration_tests::{chroot, expire_session, standalone, Proxy, ZkTarget};
-use members_common::eventually;
+use members_common::{eventually, JavaPeer};
 use rand::Rng;
 use zk_client::{Client, SessionManager};
 use zk_recipes::discovery::{ServiceDiscovery, ServiceInstance, ServiceType};
+use zk_recipes::group::GroupMember;
 
 const SESSION: Duration = Duration::from_secs(2);
 const MEMBERS: usize = 4;
@@ -37,7 +39,10 @@ struct Member {
     manager: SessionManager,
     discovery: ServiceDiscovery,
     instance: ServiceInstance,
+    member: GroupMember,
 }
+
+const GROUP: &str = "/groups/soak";
 
 /// Instance id → node names holding it, read from the server.
 async fn registrations(admin: &Client) -> BTreeMap<String, Vec<(String, i64)>> {
@@ -81,14 +86,23 @@ async fn registrations_survive_expiries_deletions_and_partitions_without_duplica
             instance.service_type = ServiceType::DynamicSequential;
         }
         discovery.register(&instance).await.unwrap();
+        let member = GroupMember::start(&manager, GROUP, &format!("m-{i}"), Some(b"p")).unwrap();
         members.push(Member {
             proxy,
             manager,
             discovery,
             instance,
+            member,
         });
     }
     let members = Arc::new(members);
+    let mut java = JavaPeer::start(
+        "CuratorGroup.java",
+        &[&server.hosts(&root), GROUP, "java", "j"],
+        false,
+    )
+    .await;
+    let everyone = "java=j,m-0=p,m-1=p,m-2=p,m-3=p";
 
     // The sampler: never two nodes for one id.
     let stop = Arc::new(AtomicBool::new(false));
@@ -174,6 +188,24 @@ async fn registrations_survive_expiries_deletions_and_partitions_without_duplica
     )
     .await;
     let recovered_in = healed.elapsed();
+    // Java's GroupMember and each of ours list the whole group again.
+    let end_java = Instant::now() + Duration::from_secs(30);
+    loop {
+        let answer = java.ask("members").await;
+        if answer == format!("MEMBERS {everyone}") {
+            break;
+        }
+        assert!(Instant::now() < end_java, "java lists {answer}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for m in members.iter() {
+        eventually(
+            "our cache lists everyone",
+            Duration::from_secs(30),
+            || async { (m.member.current_members().len() == MEMBERS + 1).then_some(()) },
+        )
+        .await;
+    }
     stop.store(true, Ordering::SeqCst);
     sampler.await.unwrap();
     let dup = duplicates.load(Ordering::SeqCst);
@@ -186,16 +218,33 @@ async fn registrations_survive_expiries_deletions_and_partitions_without_duplica
     assert_eq!(dup, 0, "two nodes for one id were seen");
 
     // Close: nothing left, and nothing comes back.
-    for m in members.iter() {
+    let members = Arc::try_unwrap(members).unwrap_or_else(|_| panic!("members still shared"));
+    for m in &members {
         m.discovery.close().await.unwrap();
     }
+    let mut managers = Vec::new();
+    for m in members {
+        m.member.close().await.unwrap();
+        managers.push(m.manager);
+    }
+    let end_java = Instant::now() + Duration::from_secs(30);
+    loop {
+        let answer = java.ask("members").await;
+        if answer == "MEMBERS java=j" {
+            break;
+        }
+        assert!(Instant::now() < end_java, "java still lists {answer}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    java.close().await;
+    assert_eq!(common::children(&admin, GROUP).await.len(), 0);
     assert!(common::children(&admin, SERVICE).await.is_empty());
     tokio::time::sleep(SESSION * 2).await;
     assert!(
         common::children(&admin, SERVICE).await.is_empty(),
         "a stale registration came back after close"
     );
-    for m in members.iter() {
-        m.manager.close().await.unwrap();
+    for m in managers {
+        m.close().await.unwrap();
     }
 }

@@ -341,3 +341,60 @@ async fn atomic_long_under_connection_cuts_counts_every_acknowledged_increment_o
     );
     java.close().await;
 }
+
+#[tokio::test]
+async fn a_managed_shared_count_goes_on_after_an_expiry() {
+    use integration_tests::{chroot, expire_session, standalone, ZkTarget};
+    use zk_client::{Client, SessionManager, SessionState};
+    let server = standalone().await;
+    let root = chroot(server, "shared_managed").await;
+    let hosts = server.hosts(&root);
+    let admin = common::connect(&hosts).await;
+    let builder = Client::builder(&hosts).session_timeout(Duration::from_secs(4));
+    let m = SessionManager::with_backoff(
+        builder,
+        Duration::from_millis(50),
+        Duration::from_secs(1),
+        200,
+    )
+    .await
+    .unwrap();
+    let count = SharedCount::start_managed(&m, "/m/count", 1).await.unwrap();
+    let mut changes = count.changes();
+
+    let mut clients = m.subscribe();
+    let old = m.client();
+    let passwd = common::passwd(&old);
+    within("expire", async {
+        while old.state() != SessionState::Expired {
+            let _ = expire_session(server.addr(), old.session_id(), passwd).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    within("renewal", clients.changed()).await.unwrap();
+
+    // Still followed on the new session.
+    admin
+        .set_data("/m/count", &5i32.to_be_bytes(), None)
+        .await
+        .unwrap();
+    let seen = within("change after the expiry", async {
+        loop {
+            let v = changes.changed().await.expect("still following");
+            if v.value == 5 {
+                return v;
+            }
+        }
+    })
+    .await;
+    assert_eq!(seen.value, 5);
+    // And written through the new session.
+    let current = count.versioned().unwrap();
+    assert!(count.try_set_count(&current, 6).await.unwrap());
+    assert_eq!(
+        admin.get_data("/m/count").await.unwrap().0.as_ref(),
+        6i32.to_be_bytes()
+    );
+    m.close().await.unwrap();
+}

@@ -70,6 +70,25 @@ impl SharedCount {
         Ok(SharedCount { value })
     }
 
+    /// As [`start`](Self::start), on `manager`'s sessions (see
+    /// [`SharedValue::start_managed`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedValue::start`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`SharedValue::start`].
+    pub async fn start_managed(
+        manager: &zk_client::SessionManager,
+        path: &str,
+        seed: i32,
+    ) -> Result<SharedCount> {
+        let value = SharedValue::start_managed(manager, path, &encode_i32(seed)).await?;
+        Ok(SharedCount { value })
+    }
+
     /// The node's path.
     pub fn path(&self) -> &str {
         self.value.path()

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::debug;
-use zk_client::{Client, CreateMode, Stat, Watcher};
+use zk_client::{Client, ClientWatcher, CreateMode, SessionManager, Stat, Watcher};
 
 use crate::error::{Error, Result};
 use crate::node::kernel::{
@@ -50,9 +50,18 @@ impl Snapshot {
     }
 }
 
+/// Where the value's client comes from.
+#[derive(Debug)]
+enum Source {
+    /// One client: the value ends with its session.
+    Client(Client),
+    /// A session manager: the value goes on with each new session.
+    Manager(SessionManager),
+}
+
 #[derive(Debug)]
 struct Inner {
-    client: Client,
+    source: Source,
     path: String,
     cache: watch::Sender<Snapshot>,
     /// Cancelled when the follower stops (session ended, or every handle dropped).
@@ -60,6 +69,13 @@ struct Inner {
 }
 
 impl Inner {
+    fn client(&self) -> Client {
+        match &self.source {
+            Source::Client(c) => c.clone(),
+            Source::Manager(m) => m.client(),
+        }
+    }
+
     /// Takes `snap` if it is newer than the cached value. Curator compares versions and
     /// ignores reads at a version not greater than the cached one, which gets stuck once the
     /// 32-bit version wraps (CURATOR-688); the mzxid only grows.
@@ -89,8 +105,10 @@ impl Inner {
 /// (ZOOKEEPER-4743); and when someone deletes the node the value keeps watching for its
 /// re-creation instead of going deaf.
 ///
-/// The value follows one session: when the client's session ends, [`changes`](Self::changes)
-/// ends with that error and writes fail with it.
+/// Started with [`start`](Self::start), the value follows one session: when the client's
+/// session ends, [`changes`](Self::changes) ends with that error and writes fail with it.
+/// Started with [`start_managed`](Self::start_managed), it goes on with each new session of a
+/// [`SessionManager`] (read again at once; Curator re-reads on every reconnect too).
 ///
 /// ```no_run
 /// # async fn f(client: zk_client::Client) -> zk_recipes::Result<()> {
@@ -120,18 +138,51 @@ impl SharedValue {
     ///
     /// Dropping the future may leave the node created; nothing keeps running.
     pub async fn start(client: &Client, path: &str, seed: &[u8]) -> Result<SharedValue> {
+        Self::start_on(Source::Client(client.clone()), None, path, seed).await
+    }
+
+    /// As [`start`](Self::start), on `manager`'s sessions: the value keeps following the node
+    /// (and writes go) on each new session after an expiry.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`start`](Self::start).
+    pub async fn start_managed(
+        manager: &SessionManager,
+        path: &str,
+        seed: &[u8],
+    ) -> Result<SharedValue> {
+        let clients = manager.subscribe();
+        Self::start_on(Source::Manager(manager.clone()), Some(clients), path, seed).await
+    }
+
+    async fn start_on(
+        source: Source,
+        clients: Option<ClientWatcher>,
+        path: &str,
+        seed: &[u8],
+    ) -> Result<SharedValue> {
         let path = check_base(path)?;
-        create_if_absent(client, &path, seed, CreateMode::Persistent).await?;
-        let (snap, watch) = read_watch(client, &path).await?;
+        let client = match (&source, &clients) {
+            (_, Some(w)) => w.current().client.clone(),
+            (Source::Client(c), None) => c.clone(),
+            (Source::Manager(m), None) => m.client(),
+        };
+        create_if_absent(&client, &path, seed, CreateMode::Persistent).await?;
+        let (snap, watch) = read_watch(&client, &path).await?;
         let (cache, _) = watch::channel(snap);
         let inner = Arc::new(Inner {
-            client: client.clone(),
+            source,
             path,
             cache,
             ended: CancellationToken::new(),
         });
         let stop = CancellationToken::new();
-        tokio::spawn(follow(inner.clone(), watch, stop.clone()));
+        tokio::spawn(follow(inner.clone(), client, clients, watch, stop.clone()));
         Ok(SharedValue {
             inner,
             _stop: Arc::new(stop.drop_guard()),
@@ -152,7 +203,7 @@ impl SharedValue {
     pub fn changes(&self) -> ValueChanges {
         ValueChanges {
             rx: self.inner.cache.subscribe(),
-            client: self.inner.client.clone(),
+            client: self.inner.client(),
             ended: self.inner.ended.clone(),
         }
     }
@@ -171,7 +222,7 @@ impl SharedValue {
     pub async fn set_value(&self, value: &[u8]) -> Result<()> {
         let stat = self
             .inner
-            .client
+            .client()
             .set_data(&self.inner.path, value, None)
             .await?;
         self.inner
@@ -202,7 +253,7 @@ impl SharedValue {
                 "cannot compare-and-set at version -1 (the server takes it as any version)",
             ));
         }
-        let client = &self.inner.client;
+        let client = &self.inner.client();
         match client
             .set_data(&self.inner.path, value, Some(expected.version))
             .await
@@ -265,28 +316,72 @@ async fn read_watch(client: &Client, path: &str) -> Result<(Snapshot, Watcher)> 
 
 /// The background follower: on every event on the node, read it again (with a new watch)
 /// and publish it if newer. A deleted node is watched with `exists` until it returns.
-async fn follow(inner: Arc<Inner>, watch: Watcher, stop: CancellationToken) {
+async fn follow(
+    inner: Arc<Inner>,
+    client: Client,
+    clients: Option<ClientWatcher>,
+    watch: Watcher,
+    stop: CancellationToken,
+) {
     let _ended = inner.ended.clone().drop_guard();
-    follow_until(&inner, watch, &stop).await;
+    follow_until(&inner, client, clients, watch, &stop).await;
 }
 
-async fn follow_until(inner: &Inner, mut watch: Watcher, stop: &CancellationToken) {
-    let client = inner.client.clone();
+async fn follow_until(
+    inner: &Inner,
+    mut client: Client,
+    mut clients: Option<ClientWatcher>,
+    mut watch: Watcher,
+    stop: &CancellationToken,
+) {
     for _ in 0..MAX_TURNS {
         let event = tokio::select! {
             _ = stop.cancelled() => return,
             event = &mut watch => event,
         };
-        if let Err(e) = event {
-            debug!(path = %inner.path, error = %e, "shared value stops following");
-            return;
-        }
-        match rearm(inner, &client).await {
-            Ok(next) => watch = next,
-            Err(e) => {
-                debug!(path = %inner.path, error = %e, "shared value stops following");
-                return;
+        let mut failed = event.err();
+        if failed.is_none() {
+            match rearm(inner, &client).await {
+                Ok(next) => {
+                    watch = next;
+                    continue;
+                }
+                Err(Error::Client(e)) if e.is_terminal() => failed = Some(e),
+                Err(e) => {
+                    debug!(path = %inner.path, error = %e, "shared value stops following");
+                    return;
+                }
             }
+        }
+        // The session ended: go on with the manager's next ones, if any.
+        let Some(watcher) = clients.as_mut() else {
+            debug!(path = %inner.path, error = ?failed, "shared value stops following");
+            return;
+        };
+        let mut renewed = false;
+        for _ in 0..MAX_TURNS {
+            let next = tokio::select! {
+                _ = stop.cancelled() => return,
+                next = watcher.changed() => next,
+            };
+            let Ok(generation) = next else { return };
+            client = generation.client;
+            match rearm(inner, &client).await {
+                Ok(next) => {
+                    watch = next;
+                    renewed = true;
+                    break;
+                }
+                // That session ended too: wait for the next one.
+                Err(Error::Client(e)) if e.is_terminal() => {}
+                Err(e) => {
+                    debug!(path = %inner.path, error = %e, "shared value stops following");
+                    return;
+                }
+            }
+        }
+        if !renewed {
+            return;
         }
     }
 }

@@ -319,6 +319,9 @@ impl PersistentNode {
     /// Stops keeping the node and deletes it (through connection losses, until it is gone or
     /// its session ended).
     ///
+    /// A close that comes while the manager is between sessions deletes nothing: an
+    /// ephemeral node went with its session; a persistent one stays.
+    ///
     /// # Errors
     ///
     /// `NoAuth` from the delete. A node whose session ended is gone anyway (`Ok`).

@@ -41,7 +41,7 @@ trap 'exit 143' TERM
 stage=$(now_s)
 # openssl: test certificates (integration_tests::pki); libnetty-java: ZooKeeper's TLS port.
 packages=(zookeeper openjdk-17-jdk-headless libcurator-client-java libcurator-framework-java
-    libcurator-recipes-java python3-kazoo binutils unzip openssl libnetty-java)
+    libcurator-recipes-java libcurator-discovery-java python3-kazoo binutils unzip openssl libnetty-java)
 [ "$mode" = docker ] && packages+=(docker.io)
 apt_install "${packages[@]}"
 log "packages ready ($(elapsed "$stage") s)"

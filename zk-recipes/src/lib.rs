@@ -18,6 +18,9 @@
 //! - [`LeaderLatch`]: leader election in Curator's `LeaderLatch` layout, re-joining after
 //!   an expiry on a [`zk_client::SessionManager`] (see [`leader`]).
 //! - [`LeaderSelector`]: runs a future while leader (Curator's `LeaderSelector` layout).
+//! - Membership and shared values in Curator's layouts: [`node::PersistentNode`],
+//!   [`group::GroupMember`], service discovery (`discovery`, feature `discovery`),
+//!   [`shared`] counters and values, [`barrier`]s.
 //!
 //! # Holding a lock safely
 //!
@@ -69,16 +72,22 @@
 // docs.rs (`--cfg docsrs`, nightly): label items that need a Cargo feature.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod barrier;
 mod cleanup;
+#[cfg(feature = "discovery")]
+pub mod discovery;
 mod error;
+pub mod group;
 mod guard;
 pub mod leader;
 pub mod lock;
 mod metrics;
+pub mod node;
 mod owner;
 mod retry;
 mod revoke;
 mod semaphore;
+pub mod shared;
 mod state;
 
 pub use error::{Error, LossReason, Result};

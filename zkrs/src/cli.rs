@@ -113,6 +113,13 @@ pub(crate) enum Command {
     Watch(WatchArgs),
     /// Show the queue of a lock, latch or semaphore: who holds, who waits for whom.
     Locks(LocksArgs),
+    /// List service instances in curator-x-discovery's layout (`<base>/<name>/<id>`, JSON).
+    Services(ServicesArgs),
+    /// List a group's members (Curator's `GroupMember`: `<path>/<id>`, the payload as data).
+    Members {
+        /// The membership path.
+        path: String,
+    },
     /// Ask the holder of a lock node to let go (Curator's cooperative revocation).
     Revoke {
         /// The lock node (a child of the lock path).
@@ -140,6 +147,16 @@ pub(crate) struct CreateArgs {
     /// Create missing parents (as persistent nodes).
     #[arg(short = 'p', long)]
     pub(crate) parents: bool,
+}
+
+/// `services` options.
+#[derive(Debug, Args)]
+pub(crate) struct ServicesArgs {
+    /// The discovery base path.
+    #[arg(long, default_value = "/services")]
+    pub(crate) base: String,
+    /// Only this service.
+    pub(crate) name: Option<String>,
 }
 
 /// `watch` options.
@@ -186,7 +203,9 @@ impl Command {
             | Command::Set { path, .. }
             | Command::Stat { path }
             | Command::Delete { path, .. }
-            | Command::Revoke { node: path } => path,
+            | Command::Revoke { node: path }
+            | Command::Members { path } => path,
+            Command::Services(a) => &a.base,
             Command::Create(a) => &a.path,
             Command::Watch(a) => &a.path,
             Command::Locks(a) => &a.path,

@@ -12,6 +12,7 @@ mod error;
 mod locks;
 mod nodes;
 mod output;
+mod services;
 mod time;
 mod watch;
 
@@ -50,6 +51,8 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Locks(args) => locks::run(&session, &out, args).await,
         Command::Revoke { node } => locks::revoke(&session, &out, &node).await,
         Command::Watch(args) => watch::run(&session, &out, args).await,
+        Command::Services(args) => services::run(&session, &out, args).await,
+        Command::Members { path } => services::members(&session, &out, &path).await,
         other => nodes::run(&session, &out, other).await,
     };
     session.close().await;

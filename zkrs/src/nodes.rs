@@ -76,9 +76,11 @@ pub(crate) async fn run(session: &Session, out: &Output, cmd: Command) -> Result
             });
             Ok(())
         }
-        Command::Watch(_) | Command::Locks(_) | Command::Revoke { .. } => {
-            Err(CliError::Other("internal: not a node command".into()))
-        }
+        Command::Watch(_)
+        | Command::Locks(_)
+        | Command::Revoke { .. }
+        | Command::Services(_)
+        | Command::Members { .. } => Err(CliError::Other("internal: not a node command".into())),
     }
 }
 

@@ -1,0 +1,153 @@
+//! `GroupMember` in Curator's layout against a real server and Curator 5.4's `GroupMember`
+//! (`java/CuratorGroup.java`): each side lists the other's members with their payloads,
+//! payload changes and departures are seen, and a member comes back after an expiry.
+
+mod common;
+mod members_common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use bytes::Bytes;
+use integration_tests::{chroot, expire_session, standalone, ZkTarget};
+use members_common::{eventually, within, JavaPeer};
+use zk_client::{Client, SessionManager, SessionState};
+use zk_recipes::group::GroupMember;
+
+const WAIT: Duration = Duration::from_secs(30);
+const GROUP: &str = "/groups/g";
+
+async fn manager(hosts: &str) -> SessionManager {
+    let builder = Client::builder(hosts).session_timeout(Duration::from_secs(4));
+    SessionManager::with_backoff(
+        builder,
+        Duration::from_millis(50),
+        Duration::from_secs(1),
+        200,
+    )
+    .await
+    .expect("connect")
+}
+
+fn text(members: &BTreeMap<String, Bytes>) -> String {
+    members
+        .iter()
+        .map(|(id, p)| format!("{id}={}", String::from_utf8_lossy(p)))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+async fn java_members(java: &mut JavaPeer, want: &str) {
+    let end = tokio::time::Instant::now() + WAIT;
+    let mut last = String::new();
+    while tokio::time::Instant::now() < end {
+        last = java.ask("members").await;
+        if last == format!("MEMBERS {want}") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("java lists {last}, not {want}");
+}
+
+async fn rust_members(member: &GroupMember, want: &str) {
+    eventually(&format!("rust lists {want}"), WAIT, || async {
+        (text(&member.current_members()) == want).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn rust_and_curator_members_list_each_other_with_payloads() {
+    let server = standalone().await;
+    let root = chroot(server, "group_interop").await;
+    let hosts = server.hosts(&root);
+    let admin = common::connect(&hosts).await;
+
+    let m1 = manager(&hosts).await;
+    let rust1 = GroupMember::start(&m1, GROUP, "rust-1", Some(b"r1")).unwrap();
+    assert_eq!(rust1.joined(WAIT).await.unwrap(), format!("{GROUP}/rust-1"));
+    let mut java =
+        JavaPeer::start("CuratorGroup.java", &[&hosts, GROUP, "java-1", "j1"], false).await;
+    let m2 = manager(&hosts).await;
+    let rust2 = GroupMember::start(&m2, GROUP, "rust-2", Some(b"r2")).unwrap();
+    rust2.joined(WAIT).await.unwrap();
+
+    let all = "java-1=j1,rust-1=r1,rust-2=r2";
+    java_members(&mut java, all).await;
+    rust_members(&rust1, all).await;
+    rust_members(&rust2, all).await;
+    // Curator's layout: ephemeral member nodes named by id, in a container.
+    let (data, stat) = admin.get_data(&format!("{GROUP}/rust-1")).await.unwrap();
+    assert_eq!(data.as_ref(), b"r1");
+    assert_eq!(stat.ephemeral_owner, m1.client().session_id());
+
+    // Payload changes go both ways.
+    rust1.set_payload(b"r1b").await.unwrap();
+    assert_eq!(java.ask("payload j1b").await, "SET");
+    let all = "java-1=j1b,rust-1=r1b,rust-2=r2";
+    java_members(&mut java, all).await;
+    rust_members(&rust2, all).await;
+
+    // A member that expires comes back on its next session; the others see it again.
+    let mut clients = m2.subscribe();
+    let old = m2.client();
+    let passwd = common::passwd(&old);
+    within("expire", async {
+        while old.state() != SessionState::Expired {
+            let _ = expire_session(server.addr(), old.session_id(), passwd).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    let new = within("renewal", clients.changed()).await.unwrap();
+    eventually("rust-2 back on its new session", WAIT, || async {
+        match admin.get_data(&format!("{GROUP}/rust-2")).await {
+            Ok((_, s)) if s.ephemeral_owner == new.client.session_id() => Some(()),
+            _ => None,
+        }
+    })
+    .await;
+    java_members(&mut java, all).await;
+    rust_members(&rust2, all).await;
+
+    // Departures.
+    rust1.close().await.unwrap();
+    let left = "java-1=j1b,rust-2=r2";
+    java_members(&mut java, left).await;
+    rust_members(&rust2, left).await;
+    java.close().await;
+    rust_members(&rust2, "rust-2=r2").await;
+    let mut changes = rust2.watch_members();
+    rust2.close().await.unwrap();
+    assert!(
+        within("watcher ends", async {
+            loop {
+                if changes.changed().await.is_err() {
+                    return true;
+                }
+            }
+        })
+        .await
+    );
+    assert!(common::children(&admin, GROUP).await.is_empty());
+    m1.close().await.unwrap();
+    m2.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_default_payload_is_curators_local_address_text() {
+    let hosts = common::shared_root("group_default").await;
+    let m = manager(&hosts).await;
+    let member = GroupMember::start(&m, GROUP, "me", None).unwrap();
+    member.joined(WAIT).await.unwrap();
+    let payload = member.current_members().remove("me").unwrap();
+    let text = std::str::from_utf8(&payload).expect("text");
+    assert!(
+        text.is_empty() || text.parse::<std::net::IpAddr>().is_ok(),
+        "{text}"
+    );
+    assert!(GroupMember::start(&m, GROUP, "a/b", None).is_err());
+    member.close().await.unwrap();
+    m.close().await.unwrap();
+}

@@ -1,0 +1,232 @@
+//! [`DistributedDoubleBarrier`]: Curator's `DistributedDoubleBarrier`.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use tracing::debug;
+use zk_client::{Client, CreateMode, CreateOptions};
+
+use super::bounded;
+use crate::error::{Error, Result};
+use crate::node::children::child_path;
+use crate::node::kernel::{
+    check_base, delete_guaranteed, local_address, retry_after, retrying, session_error, MAX_TURNS,
+};
+
+/// Name of the node that says "everyone is in".
+const READY: &str = "ready";
+
+/// A double barrier in Curator's `DistributedDoubleBarrier` layout: members enter together
+/// once `member_qty` of them are there, and leave together.
+///
+/// Each member is an EPHEMERAL node `<path>/<uuid>` (default data, parents as containers);
+/// the member that sees the count reached creates the PERSISTENT node `<path>/ready`, which
+/// lets everyone in. Leaving: each member deletes its node and waits for the lowest one; the
+/// lowest waits for the highest, so it leaves last and then deletes `ready`. Java processes
+/// using Curator's class on the same path and count take part alongside ours (put nothing
+/// else under the path: Curator counts every child).
+///
+/// ```no_run
+/// # async fn f(client: zk_client::Client) -> zk_recipes::Result<()> {
+/// use zk_recipes::barrier::DistributedDoubleBarrier;
+/// let barrier = DistributedDoubleBarrier::new(client, "/barriers/job", 3)?;
+/// barrier.enter(None).await?;
+/// // ... compute together ...
+/// barrier.leave(None).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct DistributedDoubleBarrier {
+    client: Client,
+    path: String,
+    member_qty: usize,
+    ours: String,
+    ready: String,
+    data: Bytes,
+}
+
+impl DistributedDoubleBarrier {
+    /// A member of the barrier at `path` for `member_qty` members, with a fresh UUID.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`] for a relative path or the root; [`Error::InvalidArgument`] for
+    /// a count of 0.
+    pub fn new(client: Client, path: &str, member_qty: usize) -> Result<DistributedDoubleBarrier> {
+        let path = check_base(path)?;
+        if member_qty == 0 {
+            return Err(Error::InvalidArgument(
+                "a barrier needs at least one member",
+            ));
+        }
+        let name = uuid::Uuid::new_v4().hyphenated().to_string();
+        Ok(DistributedDoubleBarrier {
+            ours: child_path(&path, &name),
+            ready: child_path(&path, READY),
+            client,
+            path,
+            member_qty,
+            data: local_address(),
+        })
+    }
+
+    /// Our member node's path.
+    pub fn node(&self) -> &str {
+        &self.ours
+    }
+
+    /// Enters: `Ok(true)` once `member_qty` members are in, `Ok(false)` if `timeout` passed
+    /// first (our node is then removed).
+    ///
+    /// # Errors
+    ///
+    /// `NodeExists` if this member already entered; `NoAuth` and the session's end (our node
+    /// is removed). Connection losses are waited out.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future may leave our node until [`leave`](Self::leave) or the session's
+    /// end.
+    pub async fn enter(&self, timeout: Option<Duration>) -> Result<bool> {
+        let entered = bounded(timeout, self.enter_inner()).await;
+        if !matches!(entered, Ok(true)) {
+            // Never leave a node behind that later entrants would count (CURATOR-80).
+            let _ = delete_guaranteed(&self.client, &self.ours).await;
+        }
+        entered
+    }
+
+    async fn enter_inner(&self) -> Result<bool> {
+        let client = &self.client;
+        let (ready, watcher) = retrying(client, || client.exists_watch(&self.ready)).await?;
+        self.create_ours().await?;
+        if ready.is_some() {
+            return Ok(true);
+        }
+        let mut watcher = Some(watcher);
+        for _ in 0..MAX_TURNS {
+            let children = retrying(client, || client.get_children(&self.path)).await?;
+            if children.iter().any(|c| c == READY) {
+                return Ok(true);
+            }
+            if children.len() >= self.member_qty {
+                match client
+                    .create(&self.ready, &self.data, &CreateOptions::persistent())
+                    .await
+                {
+                    Ok(_) | Err(zk_client::Error::NodeExists) => return Ok(true),
+                    Err(e) => {
+                        retry_after(client, e).await?;
+                        continue;
+                    }
+                }
+            }
+            let w = match watcher.take() {
+                Some(w) => w,
+                None => match retrying(client, || client.exists_watch(&self.ready)).await? {
+                    (Some(_), _) => return Ok(true),
+                    (None, w) => w,
+                },
+            };
+            // Checked again after every wake-up: Curator 5.4 returns after the first one
+            // (GH-1290).
+            if let Err(e) = w.await {
+                if e.is_terminal() {
+                    return Err(session_error(client));
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Creates our member node; a lost reply is recovered by looking at the node's owner.
+    async fn create_ours(&self) -> Result<()> {
+        let client = &self.client;
+        let options = CreateOptions::new(CreateMode::Ephemeral).with_container_parents(true);
+        for _ in 0..MAX_TURNS {
+            match client.create_all(&self.ours, &self.data, &options).await {
+                Ok(_) => return Ok(()),
+                // The UUID is ours alone: this member entered already.
+                Err(zk_client::Error::NodeExists) => {
+                    return Err(Error::Client(zk_client::Error::NodeExists))
+                }
+                Err(e) if e.is_connection_loss() => {
+                    retry_after(client, e).await?;
+                    if let Some(stat) = retrying(client, || client.exists(&self.ours)).await? {
+                        if stat.ephemeral_owner == client.session_id() {
+                            return Ok(());
+                        }
+                    }
+                }
+                Err(e) => retry_after(client, e).await?,
+            }
+        }
+        Err(crate::node::kernel::gave_up())
+    }
+
+    /// Leaves: `Ok(true)` once every member left, `Ok(false)` if `timeout` passed first (our
+    /// node is removed either way).
+    ///
+    /// # Errors
+    ///
+    /// `NoAuth` and the session's end. Connection losses are waited out.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future may leave our node until the session's end.
+    pub async fn leave(&self, timeout: Option<Duration>) -> Result<bool> {
+        let left = bounded(timeout, self.leave_inner()).await;
+        let _ = delete_guaranteed(&self.client, &self.ours).await;
+        // As Curator: whoever finishes (or gives up) removes `ready`.
+        let _ = delete_guaranteed(&self.client, &self.ready).await;
+        left
+    }
+
+    async fn leave_inner(&self) -> Result<bool> {
+        let client = &self.client;
+        let ours = crate::node::kernel::name_of(&self.ours).to_owned();
+        let mut deleted = false;
+        for _ in 0..MAX_TURNS {
+            let mut children = match retrying(client, || client.get_children(&self.path)).await {
+                Ok(children) => children,
+                Err(Error::Client(zk_client::Error::NoNode)) => Vec::new(),
+                Err(e) => return Err(e),
+            };
+            children.retain(|c| c != READY);
+            children.sort();
+            let Some(lowest) = children.first().cloned() else {
+                return Ok(true);
+            };
+            let present = children.contains(&ours);
+            if !present && !deleted {
+                debug!(node = %self.ours, "our barrier node is gone");
+                deleted = true;
+            }
+            if children.len() == 1 {
+                if present {
+                    delete_guaranteed(client, &self.ours).await?;
+                }
+                return Ok(true);
+            }
+            let watch = if present && lowest == ours {
+                // Lowest: wait for the highest to go.
+                children.last().cloned().unwrap_or_default()
+            } else {
+                if present && !deleted {
+                    delete_guaranteed(client, &self.ours).await?;
+                    deleted = true;
+                }
+                lowest
+            };
+            let watched = child_path(&self.path, &watch);
+            if let (Some(_), watcher) = retrying(client, || client.exists_watch(&watched)).await? {
+                if let Err(e) = watcher.await {
+                    if e.is_terminal() {
+                        return Err(session_error(client));
+                    }
+                }
+            }
+        }
+        Ok(false)
+    }
+}

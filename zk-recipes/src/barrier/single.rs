@@ -1,0 +1,100 @@
+//! [`DistributedBarrier`]: Curator's `DistributedBarrier`.
+
+use std::time::Duration;
+
+use zk_client::{Client, CreateMode};
+
+use super::bounded;
+use crate::error::Result;
+use crate::node::kernel::{
+    check_base, create_if_absent, delete_guaranteed, local_address, retry_after, MAX_TURNS,
+};
+
+/// A barrier in Curator's `DistributedBarrier` layout: closed while a PERSISTENT node exists
+/// at its path (holding Curator's default data, the local address), open once it is gone.
+///
+/// ```no_run
+/// # async fn f(client: zk_client::Client) -> zk_recipes::Result<()> {
+/// use std::time::Duration;
+/// use zk_recipes::barrier::DistributedBarrier;
+/// let barrier = DistributedBarrier::new(client, "/barriers/deploy")?;
+/// barrier.set_barrier().await?;
+/// // ... elsewhere: workers wait until it is removed
+/// let opened = barrier.wait_on_barrier(Some(Duration::from_secs(30))).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct DistributedBarrier {
+    client: Client,
+    path: String,
+}
+
+impl DistributedBarrier {
+    /// A barrier at `path`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) for a relative path or the root.
+    pub fn new(client: Client, path: &str) -> Result<DistributedBarrier> {
+        Ok(DistributedBarrier {
+            client,
+            path: check_base(path)?,
+        })
+    }
+
+    /// The barrier's path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Closes the barrier (creates its node, parents as containers; already closed is fine).
+    ///
+    /// # Errors
+    ///
+    /// `NoAuth` and the session errors (connection losses are waited out).
+    pub async fn set_barrier(&self) -> Result<()> {
+        create_if_absent(
+            &self.client,
+            &self.path,
+            &local_address(),
+            CreateMode::Persistent,
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Opens the barrier (deletes its node; already open is fine).
+    ///
+    /// # Errors
+    ///
+    /// `NoAuth` and the session errors (connection losses are waited out).
+    pub async fn remove_barrier(&self) -> Result<()> {
+        delete_guaranteed(&self.client, &self.path).await
+    }
+
+    /// Waits until the barrier is open: `Ok(true)` once it is, `Ok(false)` if `timeout`
+    /// passed first. Connection losses are waited out.
+    ///
+    /// # Errors
+    ///
+    /// `NoAuth` and the session's end.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe (the watch it leaves is dropped with it).
+    pub async fn wait_on_barrier(&self, timeout: Option<Duration>) -> Result<bool> {
+        bounded(timeout, async {
+            for _ in 0..MAX_TURNS {
+                match self.client.exists_watch(&self.path).await {
+                    Ok((None, _)) => return Ok(true),
+                    // Any event (or the watch ending with the session, which the next
+                    // request reports): look again.
+                    Ok((Some(_), watcher)) => drop(watcher.await),
+                    Err(e) => retry_after(&self.client, e).await?,
+                }
+            }
+            Ok(false)
+        })
+        .await
+    }
+}

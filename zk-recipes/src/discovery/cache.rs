@@ -1,0 +1,177 @@
+//! [`ServiceCache`] and [`ServiceProvider`]: a service's instances, followed.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tracing::warn;
+use zk_client::SessionManager;
+
+use super::instance::ServiceInstance;
+use crate::error::{Error, Result};
+use crate::node::children::{ChildrenCache, Snapshot};
+
+/// A service's instances, kept up to date with a watch on `<base>/<name>` (Curator's
+/// `ServiceCache`): instances join, change and leave the cache as their nodes do, across
+/// reconnects and the sessions of the [`SessionManager`]. Nodes that do not hold an
+/// instance's JSON are left out (Curator logs and skips them too).
+#[derive(Debug)]
+pub struct ServiceCache {
+    cache: ChildrenCache,
+    path: String,
+}
+
+impl ServiceCache {
+    pub(crate) fn start(manager: &SessionManager, path: String) -> ServiceCache {
+        ServiceCache {
+            cache: ChildrenCache::start(manager.subscribe(), path.clone()),
+            path,
+        }
+    }
+
+    /// The service's path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The cached instances, ordered by node name.
+    pub fn instances(&self) -> Vec<ServiceInstance> {
+        parse(&self.path, &self.cache.current())
+    }
+
+    /// Whether the cache has read the service once.
+    pub fn is_loaded(&self) -> bool {
+        self.cache.current().loaded
+    }
+
+    /// Waits until the cache has read the service once.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Timeout`] after `timeout`; `Closed` when the session manager ended.
+    pub async fn wait_loaded(&self, timeout: Duration) -> Result<()> {
+        let mut rx = self.cache.subscribe();
+        let loaded = tokio::time::timeout(timeout, async {
+            rx.wait_for(|s| s.loaded || s.ended)
+                .await
+                .map(|s| s.loaded)
+                .unwrap_or(false)
+        })
+        .await;
+        match loaded {
+            Err(_) => Err(Error::Timeout),
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Error::Client(zk_client::Error::Closed)),
+        }
+    }
+
+    /// Follows the cache: each change of the instances.
+    pub fn changes(&self) -> InstanceChanges {
+        InstanceChanges {
+            rx: self.cache.subscribe(),
+            path: self.path.clone(),
+        }
+    }
+}
+
+/// Follows a [`ServiceCache`].
+#[derive(Debug)]
+pub struct InstanceChanges {
+    rx: watch::Receiver<Snapshot>,
+    path: String,
+}
+
+impl InstanceChanges {
+    /// Waits for the next change and returns the instances.
+    ///
+    /// # Errors
+    ///
+    /// `Closed` once the cache was dropped or its session manager ended.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub async fn changed(&mut self) -> Result<Vec<ServiceInstance>> {
+        let closed = || Error::Client(zk_client::Error::Closed);
+        self.rx.changed().await.map_err(|_| closed())?;
+        let snapshot = self.rx.borrow_and_update().clone();
+        if snapshot.ended {
+            return Err(closed());
+        }
+        Ok(parse(&self.path, &snapshot))
+    }
+}
+
+fn parse(path: &str, snapshot: &Snapshot) -> Vec<ServiceInstance> {
+    snapshot
+        .children
+        .iter()
+        .filter_map(|(name, data)| match ServiceInstance::from_json(data) {
+            Ok(instance) => Some(instance),
+            Err(e) => {
+                warn!(%path, %name, error = %e, "not a service instance; skipped");
+                None
+            }
+        })
+        .collect()
+}
+
+/// How a [`ServiceProvider`] picks an instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ProviderStrategy {
+    /// Each instance in turn (Curator's default `RoundRobinStrategy`).
+    #[default]
+    RoundRobin,
+    /// Uniformly at random (`RandomStrategy`).
+    Random,
+}
+
+/// Picks one of a service's instances from a [`ServiceCache`] (Curator's `ServiceProvider`):
+/// disabled instances (`enabled: false`) are never picked.
+#[derive(Debug)]
+pub struct ServiceProvider {
+    cache: ServiceCache,
+    strategy: ProviderStrategy,
+    next: AtomicUsize,
+}
+
+impl ServiceProvider {
+    pub(crate) fn new(cache: ServiceCache, strategy: ProviderStrategy) -> ServiceProvider {
+        ServiceProvider {
+            cache,
+            strategy,
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    /// The cache underneath.
+    pub fn cache(&self) -> &ServiceCache {
+        &self.cache
+    }
+
+    /// Every instance that may be picked now.
+    pub fn all_instances(&self) -> Vec<ServiceInstance> {
+        let mut instances = self.cache.instances();
+        instances.retain(ServiceInstance::is_enabled);
+        instances
+    }
+
+    /// One instance, by the strategy; `None` when there is none.
+    pub fn instance(&self) -> Option<ServiceInstance> {
+        let mut instances = self.all_instances();
+        if instances.is_empty() {
+            return None;
+        }
+        let index = match self.strategy {
+            ProviderStrategy::RoundRobin => {
+                self.next.fetch_add(1, Ordering::Relaxed) % instances.len()
+            }
+            ProviderStrategy::Random => {
+                use rand::Rng;
+                rand::thread_rng().gen_range(0..instances.len())
+            }
+        };
+        Some(instances.swap_remove(index))
+    }
+}

@@ -1,0 +1,198 @@
+//! [`GroupMember`]: group membership in Curator's `GroupMember` layout.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::watch;
+use zk_client::SessionManager;
+
+use crate::error::{Error, Result};
+use crate::node::children::{child_path, ChildrenCache, Snapshot};
+use crate::node::kernel::{check_base, local_address};
+use crate::node::{NodeEvent, NodeOptions, PersistentNode};
+
+/// A member of a group, in Curator's `GroupMember` layout: an EPHEMERAL node
+/// `<membership path>/<member id>` holding the member's payload (Curator's default payload is
+/// the local address as text), kept by a [`PersistentNode`] (so it comes back after a
+/// deletion or an expiry, and a leftover node of our id held by another session is
+/// replaced), and a cache of every member's id and payload.
+///
+/// Java's `GroupMember.getCurrentMembers()` on the same path lists our members, and
+/// [`current_members`](Self::current_members) lists Java's. Ids must be unique within a
+/// group: two members with one id fight over the node.
+///
+/// ```no_run
+/// # async fn f() -> Result<(), Box<dyn std::error::Error>> {
+/// use zk_client::{Client, SessionManager};
+/// use zk_recipes::group::GroupMember;
+///
+/// let manager = SessionManager::connect(Client::builder("127.0.0.1:2181")).await?;
+/// let member = GroupMember::start(&manager, "/groups/workers", "worker-1", Some(b"10.0.0.7"))?;
+/// let mut changes = member.watch_members();
+/// loop {
+///     for (id, payload) in member.current_members() {
+///         println!("{id}: {}", String::from_utf8_lossy(&payload));
+///     }
+///     if changes.changed().await.is_err() {
+///         break;
+///     }
+/// }
+/// member.close().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct GroupMember {
+    id: String,
+    path: String,
+    node: PersistentNode,
+    cache: ChildrenCache,
+}
+
+impl GroupMember {
+    /// Joins the group at `membership_path` as `id` with `payload` (`None`: Curator's default,
+    /// the local address as text), on `manager`'s sessions. Must be called within a tokio
+    /// runtime.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`] for a bad membership path; [`Error::InvalidArgument`] for an id
+    /// that is empty or contains `/`. The rest happens in the background:
+    /// [`joined`](Self::joined) waits for our node.
+    pub fn start(
+        manager: &SessionManager,
+        membership_path: &str,
+        id: &str,
+        payload: Option<&[u8]>,
+    ) -> Result<GroupMember> {
+        let path = check_base(membership_path)?;
+        if id.is_empty() || id.contains('/') || id == "." || id == ".." {
+            return Err(Error::InvalidArgument(
+                "a member id is one non-empty path segment",
+            ));
+        }
+        let payload = payload.map_or_else(local_address, Bytes::copy_from_slice);
+        let node = PersistentNode::start(
+            manager,
+            &child_path(&path, id),
+            &payload,
+            NodeOptions::ephemeral(),
+        )?;
+        let cache = ChildrenCache::start(manager.subscribe(), path.clone());
+        Ok(GroupMember {
+            id: id.to_owned(),
+            path,
+            node,
+            cache,
+        })
+    }
+
+    /// Our id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The membership path.
+    pub fn membership_path(&self) -> &str {
+        &self.path
+    }
+
+    /// Waits until our member node exists and returns its path.
+    ///
+    /// # Errors
+    ///
+    /// As [`PersistentNode::initial_create`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub async fn joined(&self, timeout: Duration) -> Result<String> {
+        self.node.initial_create(timeout).await
+    }
+
+    /// Every member's id and payload, from the cache, with our own id and payload added
+    /// while the cache has not seen our node yet (as Curator's `getCurrentMembers`).
+    pub fn current_members(&self) -> BTreeMap<String, Bytes> {
+        let snapshot = self.cache.current();
+        let mut members = (*snapshot.children).clone();
+        members
+            .entry(self.id.clone())
+            .or_insert_with(|| self.node.data());
+        members
+    }
+
+    /// Whether the cache has read the group once.
+    pub fn is_loaded(&self) -> bool {
+        self.cache.current().loaded
+    }
+
+    /// Signals each change of the cached members (read them with
+    /// [`current_members`](Self::current_members)). `changed()` fails once the member is
+    /// closed or its session manager ended.
+    pub fn watch_members(&self) -> MembersWatcher {
+        MembersWatcher {
+            rx: self.cache.subscribe(),
+        }
+    }
+
+    /// Our member node's events (see [`NodeEvent`]).
+    pub fn node_events(&self) -> tokio::sync::broadcast::Receiver<NodeEvent> {
+        self.node.events()
+    }
+
+    /// Replaces our payload (kept through re-creations; before our node exists, it is the
+    /// payload it is created with: Curator throws, CURATOR-485).
+    ///
+    /// # Errors
+    ///
+    /// As [`PersistentNode::set_data`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`PersistentNode::set_data`].
+    pub async fn set_payload(&self, payload: &[u8]) -> Result<()> {
+        self.node.set_data(payload).await
+    }
+
+    /// Leaves the group: stops the cache and deletes our node.
+    ///
+    /// # Errors
+    ///
+    /// As [`PersistentNode::close`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`PersistentNode::close`].
+    pub async fn close(self) -> Result<()> {
+        drop(self.cache);
+        self.node.close().await
+    }
+}
+
+/// Signals changes of a group's members.
+#[derive(Debug)]
+pub struct MembersWatcher {
+    rx: watch::Receiver<Snapshot>,
+}
+
+impl MembersWatcher {
+    /// Waits for the next change of the cached members and returns them (ids and payloads;
+    /// our own id is not added here).
+    ///
+    /// # Errors
+    ///
+    /// `Closed` once the member was closed or its session manager ended.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub async fn changed(&mut self) -> Result<BTreeMap<String, Bytes>> {
+        let closed = || Error::Client(zk_client::Error::Closed);
+        self.rx.changed().await.map_err(|_| closed())?;
+        let snapshot = self.rx.borrow_and_update().clone();
+        if snapshot.ended {
+            return Err(closed());
+        }
+        Ok((*snapshot.children).clone())
+    }
+}

@@ -1,0 +1,12 @@
+//! Nodes that outlive their session: [`PersistentNode`] (Curator's `PersistentNode` and
+//! `PersistentEphemeralNode`), kept present across deletions, connection losses and new
+//! sessions of a [`SessionManager`](zk_client::SessionManager).
+
+pub(crate) mod children;
+pub(crate) mod kernel;
+mod persistent;
+mod run;
+mod ttl;
+
+pub use persistent::{NodeEvent, NodeOptions, PersistentNode};
+pub use ttl::{PersistentTtlNode, DEFAULT_TOUCH_NAME};

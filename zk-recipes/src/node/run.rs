@@ -1,0 +1,490 @@
+//! The task behind a [`PersistentNode`](super::PersistentNode): create, watch, re-create,
+//! touch, and delete on close.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, warn};
+use uuid::Uuid;
+use zk_client::{Client, ClientWatcher, CreateMode, CreateOptions, EventType, Stat, Watcher};
+
+use super::kernel::{
+    delete_guaranteed, find_own, name_of, parent_of, protected_prefix, wait_connected, MAX_TURNS,
+};
+use super::persistent::{Command, NodeEvent, Shared};
+use crate::error::Error;
+
+/// Why a step stopped.
+enum Stop {
+    /// The handle closed (or was dropped).
+    Closed,
+    /// This client's session ended: go on with the manager's next one.
+    SessionEnded,
+    /// An error the node cannot repair (`NoAuth`, invalid ACL, ...).
+    Failed(Error),
+}
+
+type Step<T> = std::result::Result<T, Stop>;
+
+struct Run {
+    shared: Arc<Shared>,
+    client: Client,
+    commands: mpsc::UnboundedReceiver<Command>,
+    stop: CancellationToken,
+    /// The node's full path once the server named it.
+    actual: Option<String>,
+    /// The guid of a protected first create.
+    guid: Uuid,
+    /// A first create was sent and its outcome is unknown (its reply was lost).
+    uncertain: bool,
+    /// Whether the node was ever created (later creates are re-creates).
+    created_once: bool,
+    /// The data last seen in the node (to report changes once).
+    seen: Option<Bytes>,
+}
+
+/// The task: keeps the node on each generation's client until stopped.
+pub(crate) async fn run(
+    shared: Arc<Shared>,
+    mut clients: ClientWatcher,
+    commands: mpsc::UnboundedReceiver<Command>,
+    stop: CancellationToken,
+) {
+    let mut run = Run {
+        client: clients.current().client.clone(),
+        shared,
+        commands,
+        stop,
+        actual: None,
+        guid: Uuid::new_v4(),
+        uncertain: false,
+        created_once: false,
+        seen: None,
+    };
+    let ended = loop {
+        match run.keep().await {
+            Stop::Closed => {
+                if !run
+                    .shared
+                    .keep_on_close
+                    .load(std::sync::atomic::Ordering::SeqCst)
+                {
+                    run.remove().await;
+                }
+                break Error::Client(zk_client::Error::Closed);
+            }
+            Stop::Failed(e) => {
+                warn!(path = %run.shared.base, error = %e, "persistent node gives up");
+                break e;
+            }
+            Stop::SessionEnded => {
+                run.went_with_session();
+                let next = tokio::select! {
+                    _ = run.stop.cancelled() => break Error::Client(zk_client::Error::Closed),
+                    next = clients.changed() => next,
+                };
+                match next {
+                    Ok(generation) => {
+                        debug!(path = %run.shared.base, generation = generation.number, "re-creating on a new session");
+                        run.client = generation.client;
+                    }
+                    Err(e) => break e.into(),
+                }
+            }
+        }
+    };
+    run.shared.status.send_modify(|s| {
+        s.path = None;
+        s.ended = Some(ended);
+    });
+    // Answer the commands still queued.
+    run.commands.close();
+    while let Ok(Command::SetData(_, reply)) = run.commands.try_recv() {
+        let _ = reply.send(Err(Error::Client(zk_client::Error::Closed)));
+    }
+}
+
+impl Run {
+    fn mode(&self) -> CreateMode {
+        self.shared.options.mode
+    }
+
+    /// Whether a node with `stat` is ours to keep: an ephemeral node of this session, or
+    /// any persistent node (whose owner cannot be told) when we keep a persistent one.
+    fn owns(&self, stat: &Stat) -> bool {
+        if self.mode().is_ephemeral() {
+            stat.ephemeral_owner == self.client.session_id()
+        } else {
+            // Persistent, container and TTL nodes have no session owner (servers report 0;
+            // the top byte 0xff marks the extended types in the raw field).
+            stat.ephemeral_owner == 0 || (stat.ephemeral_owner >> 56) & 0xff == 0xff
+        }
+    }
+
+    /// Turns a client error into a step outcome: a connection loss is waited out
+    /// (`Ok`: try again), a session end or close stops the step.
+    async fn recover(&self, error: zk_client::Error) -> Step<()> {
+        if error.is_connection_loss() {
+            tokio::select! {
+                _ = self.stop.cancelled() => Err(Stop::Closed),
+                r = wait_connected(&self.client) => r.map_err(|_| Stop::SessionEnded),
+            }
+        } else if error.is_terminal() {
+            Err(Stop::SessionEnded)
+        } else {
+            Err(Stop::Failed(error.into()))
+        }
+    }
+
+    fn publish(&self, path: Option<String>) {
+        self.shared.status.send_if_modified(|s| {
+            let changed = s.path != path;
+            s.path = path;
+            changed
+        });
+    }
+
+    /// Keeps the node on the current client until the session ends or we stop.
+    async fn keep(&mut self) -> Stop {
+        for _ in 0..MAX_TURNS {
+            if self.stop.is_cancelled() {
+                return Stop::Closed;
+            }
+            if let Err(stop) = self.ensure().await {
+                return stop;
+            }
+            match self.watch().await {
+                Ok(()) => {}
+                Err(stop) => return stop,
+            }
+        }
+        Stop::Failed(crate::node::kernel::gave_up())
+    }
+
+    /// Makes sure our node exists (creating, adopting or replacing).
+    async fn ensure(&mut self) -> Step<()> {
+        for _ in 0..MAX_TURNS {
+            let done = match self.actual.clone() {
+                None => self.first_create().await?,
+                Some(path) => self.recreate(&path).await?,
+            };
+            if done {
+                return Ok(());
+            }
+        }
+        Err(Stop::Failed(crate::node::kernel::gave_up()))
+    }
+
+    fn create_options(&self, mode: CreateMode) -> CreateOptions {
+        let mut options = CreateOptions::new(mode)
+            .with_acl(self.shared.options.acl.clone())
+            .with_container_parents(true);
+        options.ttl = self.shared.options.ttl;
+        options
+    }
+
+    fn created(&mut self, path: String, data: Bytes) {
+        self.actual = Some(path.clone());
+        self.seen = Some(data);
+        self.publish(Some(path.clone()));
+        let event = if self.created_once {
+            NodeEvent::Recreated { path }
+        } else {
+            NodeEvent::Created { path }
+        };
+        self.created_once = true;
+        self.shared.emit(event);
+    }
+
+    /// The first create: `Ok(true)` when the node is there and ours.
+    async fn first_create(&mut self) -> Step<bool> {
+        let protected = self.shared.options.protected;
+        let parent = parent_of(&self.shared.base).to_owned();
+        let name = name_of(&self.shared.base);
+        let path = if protected {
+            let sep = if parent == "/" { "" } else { "/" };
+            format!("{parent}{sep}{}{name}", protected_prefix(&self.guid))
+        } else {
+            self.shared.base.clone()
+        };
+        if self.uncertain && protected {
+            // An earlier create's reply was lost: look for it before creating again.
+            let found = find_own(&self.client, &parent, &self.guid).await;
+            match found {
+                Ok(Some(found)) => {
+                    let sep = if parent == "/" { "" } else { "/" };
+                    let full = format!("{parent}{sep}{found}");
+                    // Known by name now; the re-create path checks its owner.
+                    self.actual = Some(full);
+                    self.uncertain = false;
+                    return Ok(false);
+                }
+                Ok(None) => self.uncertain = false,
+                Err(Error::Client(e)) => {
+                    self.recover(e).await?;
+                    return Ok(false);
+                }
+                Err(e) => return Err(Stop::Failed(e)),
+            }
+        }
+        let data = self.shared.data();
+        let options = self.create_options(self.mode());
+        match self.client.create_all(&path, &data, &options).await {
+            Ok((created, _)) => {
+                debug!(path = %created, "persistent node created");
+                self.created(created, data);
+                Ok(true)
+            }
+            // Not protected and not sequential: the name is fixed, so the node there may
+            // be ours (a lost reply) or someone else's; the re-create path decides.
+            Err(zk_client::Error::NodeExists) if !self.mode().is_sequential() => {
+                self.actual = Some(path);
+                Ok(false)
+            }
+            Err(e) if e.is_connection_loss() => {
+                if protected {
+                    self.uncertain = true;
+                } else if !self.mode().is_sequential() {
+                    self.actual = Some(path);
+                }
+                // (A plain sequential node cannot be found again: use `protected`.)
+                self.recover(e).await?;
+                Ok(false)
+            }
+            Err(e) => {
+                if e.is_terminal() && protected {
+                    self.uncertain = true;
+                }
+                self.recover(e).await.map(|()| false)
+            }
+        }
+    }
+
+    /// The node's name is known: make sure it is there and ours.
+    async fn recreate(&mut self, path: &str) -> Step<bool> {
+        match self.client.get_data(path).await {
+            Ok((data, stat)) if self.owns(&stat) => {
+                // Not seen since it was (re)created or adopted: its data may be a lost
+                // create's or a write we lost track of. Once seen, a change is someone
+                // else's edit, which is kept (as Curator keeps it).
+                let adopting = self.seen.is_none();
+                if !self.created_once {
+                    // A node of ours we could not know was created (a lost reply).
+                    self.created(path.to_owned(), data.clone());
+                }
+                let ours = self.shared.data();
+                if adopting && data != ours {
+                    // Ours, with other data: a create or write we lost track of, or a
+                    // persistent node adopted (Curator writes its data over it too).
+                    match self.client.set_data(path, &ours, None).await {
+                        Ok(_) => self.seen = Some(ours),
+                        Err(zk_client::Error::NoNode) => return Ok(false),
+                        Err(e) => {
+                            self.recover(e).await?;
+                            return Ok(false);
+                        }
+                    }
+                }
+                self.publish(Some(path.to_owned()));
+                Ok(true)
+            }
+            Ok((_, stat)) => {
+                // Held by another session (our expired one, or a stranger with our name):
+                // replace it, at the version seen, so a newer node is never removed blindly.
+                debug!(%path, owner = stat.ephemeral_owner, "replacing a node of another session");
+                match self.client.delete(path, Some(stat.version)).await {
+                    Ok(()) | Err(zk_client::Error::NoNode | zk_client::Error::BadVersion) => {
+                        Ok(false)
+                    }
+                    Err(e) => self.recover(e).await.map(|()| false),
+                }
+            }
+            Err(zk_client::Error::NoNode) => {
+                let data = self.shared.data();
+                let mode = downgrade(self.mode());
+                match self
+                    .client
+                    .create_all(path, &data, &self.create_options(mode))
+                    .await
+                {
+                    Ok((created, _)) => {
+                        debug!(path = %created, "persistent node re-created");
+                        self.created(created, data);
+                        Ok(true)
+                    }
+                    // Someone's (or ours after a lost reply): look again.
+                    Err(zk_client::Error::NodeExists) => Ok(false),
+                    Err(e) => self.recover(e).await.map(|()| false),
+                }
+            }
+            Err(e) => self.recover(e).await.map(|()| false),
+        }
+    }
+
+    /// Watches the node until it changes, a command arrives, or it is time to touch it.
+    /// `Ok` means "check the node again".
+    async fn watch(&mut self) -> Step<()> {
+        let Some(path) = self.actual.clone() else {
+            return Ok(());
+        };
+        let watcher: Watcher = match self.client.get_data_watch(&path).await {
+            Ok((data, stat, watcher)) => {
+                if !self.owns(&stat) {
+                    return Ok(());
+                }
+                if self.seen.as_ref() != Some(&data) {
+                    self.seen = Some(data.clone());
+                    self.shared.emit(NodeEvent::DataChanged {
+                        path: path.clone(),
+                        data,
+                    });
+                }
+                watcher
+            }
+            Err(zk_client::Error::NoNode) => {
+                self.gone(&path);
+                return Ok(());
+            }
+            Err(e) => return self.recover(e).await,
+        };
+        let touch = self.shared.options.ttl.map(|ttl| ttl / 2);
+        let mut watcher = watcher;
+        for _ in 0..MAX_TURNS {
+            let sleep = tokio::time::sleep(touch.unwrap_or(Duration::from_secs(3600)));
+            tokio::select! {
+                _ = self.stop.cancelled() => return Err(Stop::Closed),
+                command = self.commands.recv() => match command {
+                    Some(Command::SetData(data, reply)) => {
+                        let result = self.write(&path, &data).await;
+                        let (answer, stop) = match result {
+                            Ok(()) => (Ok(()), None),
+                            // The next session's re-create writes these bytes.
+                            Err(Stop::SessionEnded) => (Ok(()), Some(Stop::SessionEnded)),
+                            Err(Stop::Failed(e)) => (Err(e.clone()), Some(Stop::Failed(e))),
+                            Err(Stop::Closed) => {
+                                (Err(Error::Client(zk_client::Error::Closed)), Some(Stop::Closed))
+                            }
+                        };
+                        let _ = reply.send(answer);
+                        if let Some(stop) = stop {
+                            return Err(stop);
+                        }
+                    }
+                    // Every handle is gone: the stop token is cancelled too.
+                    None => return Err(Stop::Closed),
+                },
+                event = &mut watcher => return match event {
+                    Ok(e) if e.event_type == EventType::NodeDeleted => {
+                        self.gone(&path);
+                        Ok(())
+                    }
+                    Ok(_) => Ok(()),
+                    Err(e) => self.recover(e).await,
+                },
+                _ = sleep, if touch.is_some() => {
+                    // Touch: writing the data again moves mtime, which restarts the TTL.
+                    let data = self.shared.data();
+                    self.write(&path, &data).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the node's data (a `set_data`, or a touch).
+    async fn write(&mut self, path: &str, data: &Bytes) -> Step<()> {
+        for _ in 0..MAX_TURNS {
+            match self.client.set_data(path, data, None).await {
+                Ok(_) => return Ok(()),
+                // Gone: the watch sees it and the re-create writes these bytes.
+                Err(zk_client::Error::NoNode) => return Ok(()),
+                Err(e) => self.recover(e).await?,
+            }
+        }
+        Err(Stop::Failed(crate::node::kernel::gave_up()))
+    }
+
+    fn gone(&mut self, path: &str) {
+        self.publish(None);
+        self.seen = None;
+        self.shared.emit(NodeEvent::Deleted {
+            path: path.to_owned(),
+        });
+    }
+
+    /// The session ended: an ephemeral node went with it.
+    fn went_with_session(&mut self) {
+        if let Some(path) = self.actual.clone() {
+            if self.mode().is_ephemeral() && self.shared.status.borrow().path.is_some() {
+                self.gone(&path);
+            }
+        }
+        self.publish(None);
+    }
+
+    /// On close: delete the node (or the one a lost create may have made).
+    async fn remove(&mut self) {
+        self.publish(None);
+        let client = self.client.clone();
+        let path = match self.actual.clone() {
+            Some(path) => Some(path),
+            None if self.uncertain && self.shared.options.protected => {
+                let parent = parent_of(&self.shared.base).to_owned();
+                match find_own(&client, &parent, &self.guid).await {
+                    Ok(Some(name)) => Some(format!(
+                        "{parent}{}{name}",
+                        if parent == "/" { "" } else { "/" }
+                    )),
+                    _ => None,
+                }
+            }
+            None => None,
+        };
+        let Some(path) = path else { return };
+        // Only our own node: never delete a node of our name someone else holds.
+        match client.exists(&path).await {
+            Ok(Some(stat)) if !self.owns(&stat) => return,
+            _ => {}
+        }
+        match delete_guaranteed(&client, &path).await {
+            Ok(()) => debug!(%path, "persistent node deleted on close"),
+            Err(e) => warn!(%path, error = %e, "could not delete the persistent node on close"),
+        }
+    }
+}
+
+/// The mode for a re-create at a known name: the sequence was given by the first create.
+fn downgrade(mode: CreateMode) -> CreateMode {
+    match mode {
+        CreateMode::EphemeralSequential => CreateMode::Ephemeral,
+        CreateMode::PersistentSequential => CreateMode::Persistent,
+        CreateMode::PersistentSequentialWithTtl => CreateMode::PersistentWithTtl,
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn re_creates_keep_the_sequence_the_first_create_got() {
+        assert_eq!(
+            downgrade(CreateMode::EphemeralSequential),
+            CreateMode::Ephemeral
+        );
+        assert_eq!(
+            downgrade(CreateMode::PersistentSequential),
+            CreateMode::Persistent
+        );
+        assert_eq!(
+            downgrade(CreateMode::PersistentSequentialWithTtl),
+            CreateMode::PersistentWithTtl
+        );
+        assert_eq!(downgrade(CreateMode::Ephemeral), CreateMode::Ephemeral);
+        assert_eq!(downgrade(CreateMode::Container), CreateMode::Container);
+    }
+}

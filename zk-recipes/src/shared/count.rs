@@ -1,0 +1,192 @@
+//! [`SharedCount`]: a [`SharedValue`] holding a 4-byte big-endian `i32` (Curator's
+//! `SharedCount`).
+
+use bytes::Bytes;
+use zk_client::Client;
+
+use super::value::{SharedValue, ValueChanges, Versioned};
+use crate::error::Result;
+use crate::node::kernel::corrupted;
+
+/// Encodes a count as Curator does: 4 bytes, big-endian two's complement.
+pub(crate) fn encode_i32(count: i32) -> [u8; 4] {
+    count.to_be_bytes()
+}
+
+/// Decodes a count: the first 4 bytes big-endian (extra bytes are ignored, as Curator does).
+///
+/// # Errors
+///
+/// `Server(DataInconsistency)` when there are fewer than 4 bytes.
+pub(crate) fn decode_i32(data: &[u8]) -> Result<i32> {
+    let head: [u8; 4] = data
+        .get(..4)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(corrupted)?;
+    Ok(i32::from_be_bytes(head))
+}
+
+fn decode_versioned(v: Versioned<Bytes>) -> Result<Versioned<i32>> {
+    Ok(Versioned {
+        version: v.version,
+        value: decode_i32(&v.value)?,
+    })
+}
+
+/// A counter shared through one node in Curator's `SharedCount` format (4 bytes, big-endian
+/// two's complement), so Java's `SharedCount` on the same path sees our writes and we see
+/// its. See [`SharedValue`] for how the value is kept and followed.
+///
+/// ```no_run
+/// # async fn f(client: zk_client::Client) -> zk_recipes::Result<()> {
+/// use zk_recipes::shared::SharedCount;
+/// let count = SharedCount::start(&client, "/counters/jobs", 0).await?;
+/// // Increment with compare-and-set, retrying on conflicts.
+/// loop {
+///     let current = count.versioned()?;
+///     if count.try_set_count(&current, current.value + 1).await? {
+///         break;
+///     }
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct SharedCount {
+    value: SharedValue,
+}
+
+impl SharedCount {
+    /// Creates the node with `seed` unless it exists, reads it and starts watching it.
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedValue::start`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`SharedValue::start`].
+    pub async fn start(client: &Client, path: &str, seed: i32) -> Result<SharedCount> {
+        let value = SharedValue::start(client, path, &encode_i32(seed)).await?;
+        Ok(SharedCount { value })
+    }
+
+    /// As [`start`](Self::start), on `manager`'s sessions (see
+    /// [`SharedValue::start_managed`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedValue::start`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`SharedValue::start`].
+    pub async fn start_managed(
+        manager: &zk_client::SessionManager,
+        path: &str,
+        seed: i32,
+    ) -> Result<SharedCount> {
+        let value = SharedValue::start_managed(manager, path, &encode_i32(seed)).await?;
+        Ok(SharedCount { value })
+    }
+
+    /// The node's path.
+    pub fn path(&self) -> &str {
+        self.value.path()
+    }
+
+    /// The cached count.
+    ///
+    /// # Errors
+    ///
+    /// `Server(DataInconsistency)` when the node holds fewer than 4 bytes.
+    pub fn count(&self) -> Result<i32> {
+        decode_i32(&self.value.value().value)
+    }
+
+    /// The cached count with its version (for [`try_set_count`](Self::try_set_count)).
+    ///
+    /// # Errors
+    ///
+    /// As [`count`](Self::count).
+    pub fn versioned(&self) -> Result<Versioned<i32>> {
+        decode_versioned(self.value.value())
+    }
+
+    /// Follows the count.
+    pub fn changes(&self) -> CountChanges {
+        CountChanges {
+            inner: self.value.changes(),
+        }
+    }
+
+    /// Writes `count` whatever the node holds.
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedValue::set_value`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`SharedValue::set_value`].
+    pub async fn set_count(&self, count: i32) -> Result<()> {
+        self.value.set_value(&encode_i32(count)).await
+    }
+
+    /// Writes `count` only if the node still holds `expected` (version and count).
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedValue::try_set_value`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`SharedValue::set_value`].
+    pub async fn try_set_count(&self, expected: &Versioned<i32>, count: i32) -> Result<bool> {
+        let current = self.value.value();
+        match decode_i32(&current.value) {
+            Ok(value) if value == expected.value && current.version == expected.version => {
+                self.value.try_set_value(&current, &encode_i32(count)).await
+            }
+            _ => Ok(false),
+        }
+    }
+}
+
+/// Follows a [`SharedCount`].
+#[derive(Debug)]
+pub struct CountChanges {
+    inner: ValueChanges,
+}
+
+impl CountChanges {
+    /// Waits for a newer count and returns it (see [`ValueChanges::changed`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`ValueChanges::changed`], and `Server(DataInconsistency)` for a value of fewer
+    /// than 4 bytes (following goes on).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub async fn changed(&mut self) -> Result<Versioned<i32>> {
+        decode_versioned(self.inner.changed().await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_four_bytes_big_endian_twos_complement() {
+        assert_eq!(encode_i32(1), [0, 0, 0, 1]);
+        assert_eq!(encode_i32(-2), [0xff, 0xff, 0xff, 0xfe]);
+        assert_eq!(encode_i32(0x0102_0304), [1, 2, 3, 4]);
+        assert_eq!(decode_i32(&[0xff, 0xff, 0xff, 0xfe]).unwrap(), -2);
+        // Extra bytes are ignored, as Curator's reader does.
+        assert_eq!(decode_i32(&[0, 0, 1, 0, 9, 9]).unwrap(), 256);
+        assert!(decode_i32(&[0, 0, 1]).is_err());
+        assert!(decode_i32(&[]).is_err());
+    }
+}

@@ -1,0 +1,408 @@
+//! [`SharedValue`]: bytes in one node, cached and watched, with a versioned compare-and-set
+//! (Curator's `SharedValue`).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::sync::watch;
+use tokio_util::sync::{CancellationToken, DropGuard};
+use tracing::debug;
+use zk_client::{Client, ClientWatcher, CreateMode, SessionManager, Stat, Watcher};
+
+use crate::error::{Error, Result};
+use crate::node::kernel::{
+    check_base, create_if_absent, retry_after, retrying, session_error, MAX_TURNS,
+};
+
+/// A value together with the version of the node it was read from (the `version` a
+/// compare-and-set must match).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Versioned<T> {
+    /// The node's data version (`Stat::version`) the value was read at.
+    pub version: i32,
+    /// The value.
+    pub value: T,
+}
+
+/// What the cache holds: the value, its version, and the zxid of the change that wrote it
+/// (how a newer read is told from an older one, also after the version wraps).
+#[derive(Debug, Clone)]
+struct Snapshot {
+    version: i32,
+    mzxid: i64,
+    value: Bytes,
+}
+
+impl Snapshot {
+    fn of(stat: &Stat, value: Bytes) -> Snapshot {
+        Snapshot {
+            version: stat.version,
+            mzxid: stat.mzxid,
+            value,
+        }
+    }
+
+    fn versioned(&self) -> Versioned<Bytes> {
+        Versioned {
+            version: self.version,
+            value: self.value.clone(),
+        }
+    }
+}
+
+/// Where the value's client comes from.
+#[derive(Debug)]
+enum Source {
+    /// One client: the value ends with its session.
+    Client(Client),
+    /// A session manager: the value goes on with each new session.
+    Manager(SessionManager),
+}
+
+#[derive(Debug)]
+struct Inner {
+    source: Source,
+    path: String,
+    cache: watch::Sender<Snapshot>,
+    /// Cancelled when the follower stops (session ended, or every handle dropped).
+    ended: CancellationToken,
+}
+
+impl Inner {
+    fn client(&self) -> Client {
+        match &self.source {
+            Source::Client(c) => c.clone(),
+            Source::Manager(m) => m.client(),
+        }
+    }
+
+    /// Takes `snap` if it is newer than the cached value. Curator compares versions and
+    /// ignores reads at a version not greater than the cached one, which gets stuck once the
+    /// 32-bit version wraps (CURATOR-688); the mzxid only grows.
+    fn offer(&self, snap: Snapshot) {
+        self.cache.send_if_modified(|cached| {
+            if snap.mzxid > cached.mzxid {
+                *cached = snap;
+                true
+            } else {
+                false
+            }
+        });
+    }
+}
+
+/// Bytes shared through one node, in Curator's `SharedValue` layout (a PERSISTENT node at
+/// `path` holding the raw bytes), kept up to date by a watch.
+///
+/// [`start`](Self::start) creates the node with the seed when it is missing (parents as
+/// containers), reads it and watches it; every change anyone makes is read back and
+/// published to [`changes`](Self::changes). [`try_set_value`](Self::try_set_value) is a
+/// compare-and-set on the node's version.
+///
+/// Better than Curator 5.4: newer values are recognised by the change's zxid, not the
+/// version, so the cache does not freeze when the version wraps (CURATOR-688); a
+/// compare-and-set at version −1 (which the server would take as "any version") is refused
+/// (ZOOKEEPER-4743); and when someone deletes the node the value keeps watching for its
+/// re-creation instead of going deaf.
+///
+/// Started with [`start`](Self::start), the value follows one session: when the client's
+/// session ends, [`changes`](Self::changes) ends with that error and writes fail with it.
+/// Started with [`start_managed`](Self::start_managed), it goes on with each new session of a
+/// [`SessionManager`] (read again at once; Curator re-reads on every reconnect too).
+///
+/// ```no_run
+/// # async fn f(client: zk_client::Client) -> zk_recipes::Result<()> {
+/// use zk_recipes::shared::SharedValue;
+/// let value = SharedValue::start(&client, "/config/mode", b"normal").await?;
+/// let current = value.value();
+/// if !value.try_set_value(&current, b"maintenance").await? {
+///     println!("someone changed it first: {:?}", value.value().value);
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct SharedValue {
+    inner: Arc<Inner>,
+    _stop: Arc<DropGuard>,
+}
+
+impl SharedValue {
+    /// Creates the node with `seed` unless it exists, reads it and starts watching it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`] for a relative path or the root; `NoAuth` and the session
+    /// errors (connection losses are waited out).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future may leave the node created; nothing keeps running.
+    pub async fn start(client: &Client, path: &str, seed: &[u8]) -> Result<SharedValue> {
+        Self::start_on(Source::Client(client.clone()), None, path, seed).await
+    }
+
+    /// As [`start`](Self::start), on `manager`'s sessions: the value keeps following the node
+    /// (and writes go) on each new session after an expiry.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`start`](Self::start).
+    pub async fn start_managed(
+        manager: &SessionManager,
+        path: &str,
+        seed: &[u8],
+    ) -> Result<SharedValue> {
+        let clients = manager.subscribe();
+        Self::start_on(Source::Manager(manager.clone()), Some(clients), path, seed).await
+    }
+
+    async fn start_on(
+        source: Source,
+        clients: Option<ClientWatcher>,
+        path: &str,
+        seed: &[u8],
+    ) -> Result<SharedValue> {
+        let path = check_base(path)?;
+        let client = match (&source, &clients) {
+            (_, Some(w)) => w.current().client.clone(),
+            (Source::Client(c), None) => c.clone(),
+            (Source::Manager(m), None) => m.client(),
+        };
+        create_if_absent(&client, &path, seed, CreateMode::Persistent).await?;
+        let (snap, watch) = read_watch(&client, &path).await?;
+        let (cache, _) = watch::channel(snap);
+        let inner = Arc::new(Inner {
+            source,
+            path,
+            cache,
+            ended: CancellationToken::new(),
+        });
+        let stop = CancellationToken::new();
+        tokio::spawn(follow(inner.clone(), client, clients, watch, stop.clone()));
+        Ok(SharedValue {
+            inner,
+            _stop: Arc::new(stop.drop_guard()),
+        })
+    }
+
+    /// The node's path.
+    pub fn path(&self) -> &str {
+        &self.inner.path
+    }
+
+    /// The cached value and its version.
+    pub fn value(&self) -> Versioned<Bytes> {
+        self.inner.cache.borrow().versioned()
+    }
+
+    /// Follows the value: each change (by anyone, ours included) once it is read back.
+    pub fn changes(&self) -> ValueChanges {
+        ValueChanges {
+            rx: self.inner.cache.subscribe(),
+            client: self.inner.client(),
+            ended: self.inner.ended.clone(),
+        }
+    }
+
+    /// Writes `value` whatever the node holds (`setData` at any version).
+    ///
+    /// # Errors
+    ///
+    /// `NoNode` when the node was deleted, `NoAuth`, and the session errors; a connection
+    /// loss is returned (the write may or may not have been applied).
+    ///
+    /// # Cancel safety
+    ///
+    /// The write is sent when the future is first polled; dropping it afterwards loses only
+    /// the outcome.
+    pub async fn set_value(&self, value: &[u8]) -> Result<()> {
+        let stat = self
+            .inner
+            .client()
+            .set_data(&self.inner.path, value, None)
+            .await?;
+        self.inner
+            .offer(Snapshot::of(&stat, Bytes::copy_from_slice(value)));
+        Ok(())
+    }
+
+    /// Writes `value` only if the node still holds `expected` (its version and bytes, as
+    /// [`value`](Self::value) returned them). `Ok(false)` without any request when the cache
+    /// already differs; on a version conflict the node is read again before returning
+    /// `Ok(false)`, so [`value`](Self::value) is fresh for the next try.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `expected.version` is −1 (the server would ignore the
+    /// version: ZOOKEEPER-4743); `NoNode`, `NoAuth`, and the session errors (a connection
+    /// loss is returned: the write may or may not have been applied).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`set_value`](Self::set_value).
+    pub async fn try_set_value(&self, expected: &Versioned<Bytes>, value: &[u8]) -> Result<bool> {
+        if self.value() != *expected {
+            return Ok(false);
+        }
+        if expected.version == -1 {
+            return Err(Error::InvalidArgument(
+                "cannot compare-and-set at version -1 (the server takes it as any version)",
+            ));
+        }
+        let client = &self.inner.client();
+        match client
+            .set_data(&self.inner.path, value, Some(expected.version))
+            .await
+        {
+            Ok(stat) => {
+                self.inner
+                    .offer(Snapshot::of(&stat, Bytes::copy_from_slice(value)));
+                Ok(true)
+            }
+            Err(zk_client::Error::BadVersion) => {
+                let (data, stat) = retrying(client, || client.get_data(&self.inner.path)).await?;
+                self.inner.offer(Snapshot::of(&stat, data));
+                Ok(false)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// Follows a [`SharedValue`] (or the bytes of a [`SharedCount`](super::SharedCount)).
+#[derive(Debug)]
+pub struct ValueChanges {
+    rx: watch::Receiver<Snapshot>,
+    client: Client,
+    ended: CancellationToken,
+}
+
+impl ValueChanges {
+    /// Waits for a value newer than the last one this returned (or than the value when
+    /// [`SharedValue::changes`] was called), and returns it. Values that change faster than
+    /// they are read are coalesced: the newest is returned.
+    ///
+    /// # Errors
+    ///
+    /// The client's terminal error (`SessionExpired`, `Closed`, ...) once the value stopped
+    /// following the node, or `Closed` when every handle of the value was dropped.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub async fn changed(&mut self) -> Result<Versioned<Bytes>> {
+        let changed = tokio::select! {
+            biased;
+            changed = self.rx.changed() => changed.is_ok(),
+            _ = self.ended.cancelled() => false,
+        };
+        if changed {
+            Ok(self.rx.borrow_and_update().versioned())
+        } else {
+            Err(session_error(&self.client))
+        }
+    }
+}
+
+/// Reads the node with a data watch; a missing node is reported as `NoNode`.
+async fn read_watch(client: &Client, path: &str) -> Result<(Snapshot, Watcher)> {
+    let (data, stat, watch) = retrying(client, || client.get_data_watch(path)).await?;
+    Ok((Snapshot::of(&stat, data), watch))
+}
+
+/// The background follower: on every event on the node, read it again (with a new watch)
+/// and publish it if newer. A deleted node is watched with `exists` until it returns.
+async fn follow(
+    inner: Arc<Inner>,
+    client: Client,
+    clients: Option<ClientWatcher>,
+    watch: Watcher,
+    stop: CancellationToken,
+) {
+    let _ended = inner.ended.clone().drop_guard();
+    follow_until(&inner, client, clients, watch, &stop).await;
+}
+
+async fn follow_until(
+    inner: &Inner,
+    mut client: Client,
+    mut clients: Option<ClientWatcher>,
+    mut watch: Watcher,
+    stop: &CancellationToken,
+) {
+    for _ in 0..MAX_TURNS {
+        let event = tokio::select! {
+            _ = stop.cancelled() => return,
+            event = &mut watch => event,
+        };
+        let mut failed = event.err();
+        if failed.is_none() {
+            match rearm(inner, &client).await {
+                Ok(next) => {
+                    watch = next;
+                    continue;
+                }
+                Err(Error::Client(e)) if e.is_terminal() => failed = Some(e),
+                Err(e) => {
+                    debug!(path = %inner.path, error = %e, "shared value stops following");
+                    return;
+                }
+            }
+        }
+        // The session ended: go on with the manager's next ones, if any.
+        let Some(watcher) = clients.as_mut() else {
+            debug!(path = %inner.path, error = ?failed, "shared value stops following");
+            return;
+        };
+        let mut renewed = false;
+        for _ in 0..MAX_TURNS {
+            let next = tokio::select! {
+                _ = stop.cancelled() => return,
+                next = watcher.changed() => next,
+            };
+            let Ok(generation) = next else { return };
+            client = generation.client;
+            match rearm(inner, &client).await {
+                Ok(next) => {
+                    watch = next;
+                    renewed = true;
+                    break;
+                }
+                // That session ended too: wait for the next one.
+                Err(Error::Client(e)) if e.is_terminal() => {}
+                Err(e) => {
+                    debug!(path = %inner.path, error = %e, "shared value stops following");
+                    return;
+                }
+            }
+        }
+        if !renewed {
+            return;
+        }
+    }
+}
+
+/// Reads the node again and returns the watch for its next change.
+async fn rearm(inner: &Inner, client: &Client) -> Result<Watcher> {
+    for _ in 0..MAX_TURNS {
+        match client.get_data_watch(&inner.path).await {
+            Ok((data, stat, watch)) => {
+                inner.offer(Snapshot::of(&stat, data));
+                return Ok(watch);
+            }
+            // Deleted: wait for it to come back (exists leaves a watch on a missing node,
+            // getData does not: Curator goes deaf here).
+            Err(zk_client::Error::NoNode) => match client.exists_watch(&inner.path).await {
+                Ok((None, watch)) => return Ok(watch),
+                Ok((Some(_), _)) => continue,
+                Err(e) => retry_after(client, e).await?,
+            },
+            Err(e) => retry_after(client, e).await?,
+        }
+    }
+    Err(crate::node::kernel::gave_up())
+}

@@ -37,11 +37,11 @@ async fn leadership_moves_in_queue_order_on_close_and_never_overlaps() {
     leads(a).await;
     let ids: Vec<_> = a.participants().await.unwrap();
     assert_eq!(
-        ids.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(),
+        ids.iter().map(|p| p.id()).collect::<Vec<_>>(),
         ["a", "b", "c", "d"]
     );
-    assert!(ids[0].is_leader && !ids[1].is_leader);
-    assert_eq!(c.leader().await.unwrap().unwrap().id, "a");
+    assert!(ids[0].is_first && !ids[1].is_first);
+    assert_eq!(c.leader().await.unwrap().unwrap().id(), "a");
     assert_eq!(leaders(&[a, b, c, d]), 1);
 
     // A follower in the middle leaves: its successor watches the next one ahead, and
@@ -54,7 +54,7 @@ async fn leadership_moves_in_queue_order_on_close_and_never_overlaps() {
     a.close().await.unwrap();
     assert_eq!(a.leadership(), Leadership::Closed);
     leads(c).await;
-    assert_eq!(d.leader().await.unwrap().unwrap().id, "c");
+    assert_eq!(d.leader().await.unwrap().unwrap().id(), "c");
     c.close().await.unwrap();
     leads(d).await;
     assert_eq!(leaders(&[a, b, c, d]), 1);
@@ -102,7 +102,7 @@ async fn leader_expiry_moves_leadership_and_the_old_leader_rejoins_on_a_new_sess
     assert_eq!(
         participants
             .iter()
-            .map(|p| p.id.as_str())
+            .map(|p| p.id())
             .collect::<Vec<_>>(),
         ["b", "a"],
         "{nodes:?}"
@@ -233,7 +233,7 @@ async fn a_lost_create_reply_is_found_again_by_its_guid_and_leaves_no_ghost() {
         format!("{PATH}/{}", nodes[0]),
         "our one node, no ghost"
     );
-    assert_eq!(latch.leader().await.unwrap().unwrap().id, "survivor");
+    assert_eq!(latch.leader().await.unwrap().unwrap().id(), "survivor");
     latch.close().await.unwrap();
     wait_nodes(&admin, PATH, 0).await;
 }

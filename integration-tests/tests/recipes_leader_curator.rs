@@ -118,7 +118,7 @@ async fn rust_and_curator_latches_elect_one_leader_and_curator_names_ours() {
     rust1.close().await.unwrap();
     assert_eq!(java.ask("await 30000").await, "AWAIT true");
     assert!(!rust2.is_leader());
-    assert_eq!(rust2.leader().await.unwrap().unwrap().id, "java-1");
+    assert_eq!(rust2.leader().await.unwrap().unwrap().id(), "java-1");
     assert_eq!(java.leader_id().await, "java-1");
 
     // Curator leaves: the Rust participant behind it leads, and Curator saw it as leader.

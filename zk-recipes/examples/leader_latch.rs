@@ -27,7 +27,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .participants()
                 .await?
                 .into_iter()
-                .map(|p| p.id)
+                .map(|p| p.id())
                 .collect();
             println!(
                 "{id} leads (token {}), queue {others:?}",

@@ -8,27 +8,9 @@ use tracing::{debug, warn};
 use zk_client::{Client, Op, OpResult, Stat};
 use zk_proto::DecodeError;
 
-use crate::cleanup::{delete_guaranteed, detached, in_background};
 use crate::error::{Error, LossReason, Result};
+use crate::queue::{delete_guaranteed, detached, in_background, naming, Released};
 use crate::state::{monitor, LockState, LockTransitions, Published};
-
-/// What [`LockGuard::release`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Released {
-    /// We deleted our lock node: the lock was ours until this release.
-    Deleted,
-    /// The node was already gone, so the lock had been lost before this release:
-    /// [`LossReason::SessionEnded`] (the session expired or was closed, and its ephemeral
-    /// node went with it) or [`LossReason::NodeDeleted`] (someone else deleted it).
-    AlreadyGone(LossReason),
-    /// Other guards of the same hold (re-entries) remain; the node stays until the last of
-    /// them is released.
-    StillHeld {
-        /// How many guards still hold the node.
-        remaining: usize,
-    },
-}
 
 /// Runs once when the last guard of a hold is gone: frees the local slot of the lock.
 pub(crate) type ReleaseHook = Box<dyn FnOnce() + Send + Sync>;
@@ -227,7 +209,7 @@ impl LockGuard {
 
     /// The lock node's name (last path segment).
     pub fn node_name(&self) -> &str {
-        crate::lock::acquire::base_name(&self.hold.path)
+        naming::base_name(&self.hold.path)
     }
 
     /// A fencing token: the zxid that created our lock node. Every later holder of the same

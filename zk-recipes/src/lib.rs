@@ -67,23 +67,22 @@
 //! the guid, instead of creating a second node that would wait behind a ghost forever.
 #![forbid(unsafe_code)]
 
-mod cleanup;
 mod error;
 mod guard;
 pub mod leader;
 pub mod lock;
 mod metrics;
-mod owner;
+mod queue;
 mod retry;
 mod revoke;
 mod semaphore;
 mod state;
 
 pub use error::{Error, LossReason, Result};
-pub use guard::{LockGuard, Released};
+pub use guard::LockGuard;
 pub use leader::{LeaderLatch, LeaderSelector, Leadership, LeadershipPolicy, Term};
 pub use lock::{ExclusiveLock, FairLock, Lock, MultiGuard, MultiLock, ReadWriteLock};
-pub use owner::Participant;
+pub use queue::{Participant, Released};
 pub use revoke::{revoke, REVOKE_MESSAGE};
 pub use semaphore::{Lease, Semaphore, SemaphoreMutex};
 pub use state::{LockState, LockTransitions};

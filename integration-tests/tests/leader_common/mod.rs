@@ -166,11 +166,11 @@ pub fn leaders(latches: &[&LeaderLatch]) -> usize {
 
 /// The participant ids of an election, in queue order.
 pub fn participant_ids(
-    participants: zk_recipes::Result<Vec<zk_recipes::leader::Participant>>,
+    participants: zk_recipes::Result<Vec<zk_recipes::Participant>>,
 ) -> Vec<String> {
     participants
         .expect("participants")
         .into_iter()
-        .map(|p| p.id)
+        .map(|p| p.id())
         .collect()
 }

@@ -11,11 +11,9 @@ use tracing::{debug, warn};
 use zk_client::{Client, ClientWatcher, SessionManager};
 
 use super::election::{elect, Ctx, Ended, LATCH_NAME};
-use super::participants::{participants, Participant};
 use super::{Leadership, LeadershipPolicy, Term};
-use crate::cleanup::{delete_guaranteed, find_own};
 use crate::error::{Error, Result};
-use crate::lock::support::check_base;
+use crate::queue::{check_base, participants, Order, Participant};
 
 /// Pause before retrying the election after an unexpected server error.
 const RETRY_PAUSE: Duration = Duration::from_millis(500);
@@ -201,7 +199,12 @@ impl LeaderLatch {
     ///
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<Participant>> {
-        participants(&self.client(), &self.inner.base, self.inner.lock_name).await
+        participants(
+            &self.client(),
+            &self.inner.base,
+            Order::Election(self.inner.lock_name),
+        )
+        .await
     }
 
     /// The leader (the first participant), if any (Curator's `getLeader`).
@@ -280,22 +283,15 @@ async fn run(ctx: Ctx, mut clients: ClientWatcher, stop: CancellationToken) {
     ctx.state.send_replace(Leadership::Closed);
 }
 
-/// Removes the node of the current session, found by its guid (requests are ordered at
-/// call time, so the listing follows any create sent).
+/// Removes every node of the current session's guid (requests are ordered at call time, so
+/// the listing follows any create sent).
 async fn remove_own(ctx: &Ctx) {
     let own = ctx.own.lock().ok().and_then(|mut o| o.take());
-    let Some((client, guid)) = own else { return };
+    let Some((client, nodes)) = own else { return };
     if client.state().is_terminal() {
         return;
     }
-    let result = async {
-        if let Some(name) = find_own(&client, &ctx.base, &guid).await? {
-            delete_guaranteed(&client, &format!("{}/{name}", ctx.base), None).await?;
-        }
-        Ok::<_, Error>(())
-    }
-    .await;
-    if let Err(e) = result {
+    if let Err(e) = nodes.delete_all(&client).await {
         warn!(base = %ctx.base, error = %e, "could not remove our latch node");
     }
 }

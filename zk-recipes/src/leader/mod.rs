@@ -28,11 +28,9 @@
 
 mod election;
 mod latch;
-mod participants;
 mod selector;
 
 pub use latch::LeaderLatch;
-pub use participants::Participant;
 pub use selector::LeaderSelector;
 
 /// When a leader considers its leadership gone (Curator's connection-state error policy).

@@ -11,10 +11,9 @@ use zk_client::{Client, SessionManager};
 
 use super::election::MUTEX_NAME;
 use super::latch::LeaderLatch;
-use super::participants::{participants, Participant};
 use super::{Leadership, LeadershipPolicy, Term};
 use crate::error::{Error, Result};
-use crate::lock::support::check_base;
+use crate::queue::{check_base, participants, Order, Participant};
 
 /// Bound on the terms one selector runs.
 const MAX_TERMS: u64 = 1_000_000;
@@ -136,7 +135,12 @@ impl LeaderSelector {
     ///
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<Participant>> {
-        participants(&self.manager.client(), &self.base, MUTEX_NAME).await
+        participants(
+            &self.manager.client(),
+            &self.base,
+            Order::Election(MUTEX_NAME),
+        )
+        .await
     }
 
     /// Waits until the selector stops by itself (the work returned and `auto_requeue` is

@@ -9,11 +9,12 @@ use tokio::time::Instant;
 use uuid::Uuid;
 use zk_client::{Client, CreateMode, CreateOptions, Stat};
 
-use super::support::{check_base, ensure_containers, local_permit};
-use crate::cleanup::{delete_guaranteed, BoxTask, OnDrop};
+use super::support::local_permit;
 use crate::error::{Error, Result};
 use crate::guard::{Hold, LockGuard};
-use crate::owner::Participant;
+use crate::queue::{
+    check_base, delete_guaranteed, ensure_containers, BoxTask, OnDrop, Participant,
+};
 use crate::retry::{deadline_after, retry_after, retrying, until, wait_connected, MAX_TURNS};
 
 /// A simple exclusive lock: whoever creates the ephemeral node at `path` holds it; the others
@@ -95,7 +96,11 @@ impl ExclusiveLock {
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<Participant>> {
         match retrying(&self.client, || self.client.get_data(&self.path)).await {
-            Ok((data, _)) => Ok(vec![Participant::new(self.path.clone(), data)]),
+            Ok((data, _)) => Ok(vec![Participant {
+                path: self.path.clone(),
+                data,
+                is_first: true,
+            }]),
             Err(Error::Client(zk_client::Error::NoNode)) => Ok(Vec::new()),
             Err(e) => Err(e),
         }

@@ -9,12 +9,13 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use zk_client::Client;
 
-use super::acquire::{acquire, QueueSpec};
-use super::naming::{Intent, MUTEX_LOCK_NAME};
-use super::support::{check_base, local_permit, Owner};
+use super::support::{local_permit, Owner};
 use crate::error::{Error, Result};
 use crate::guard::{Hold, LockGuard, ReleaseHook};
-use crate::owner::{local_address, participants, Participant};
+use crate::queue::naming::{self, Intent, MUTEX_LOCK_NAME};
+use crate::queue::{
+    acquire, check_base, local_address, participants, Order, Participant, QueueSpec,
+};
 use crate::retry::deadline_after;
 
 /// Who holds the lock in this process, for re-entry.
@@ -136,12 +137,6 @@ impl FairLock {
         }
     }
 
-    /// A mutex used inside another recipe: no metrics or spans of its own.
-    pub(crate) fn internal(client: Client, path: &str) -> Result<FairLock> {
-        let lock = FairLock::new(client, path)?;
-        Ok(lock.rebuilt(lock.inner.spec.clone(), None))
-    }
-
     /// The lock's path.
     pub fn path(&self) -> &str {
         &self.inner.spec.base
@@ -197,7 +192,7 @@ impl FairLock {
     ///
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<Participant>> {
-        participants(&self.inner.client, &self.inner.spec.base).await
+        participants(&self.inner.client, &self.inner.spec.base, Order::Sequence).await
     }
 
     /// Waits until the lock is held.
@@ -298,7 +293,7 @@ impl FairLock {
             .companion
             .as_ref()
             .and_then(|w| w.current_hold())
-            .map(|h| super::acquire::base_name(h.path()).to_owned());
+            .map(|h| naming::base_name(h.path()).to_owned());
         let Some(acquired) = acquire(
             &self.inner.client,
             &self.inner.spec,

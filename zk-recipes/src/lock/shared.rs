@@ -2,12 +2,10 @@
 
 use zk_client::Client;
 
-use super::acquire::QueueSpec;
 use super::fair::FairLock;
-use super::naming::{Intent, READ_LOCK_NAME, WRITE_LOCK_NAME};
-use super::support::check_base;
 use crate::error::Result;
-use crate::owner::{local_address, Participant};
+use crate::queue::naming::{Intent, READ_LOCK_NAME, WRITE_LOCK_NAME};
+use crate::queue::{check_base, local_address, Participant, QueueSpec};
 use bytes::Bytes;
 
 /// A fair read/write lock: readers hold it together unless a writer queued before them;

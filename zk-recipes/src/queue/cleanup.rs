@@ -1,5 +1,5 @@
-//! The recipes' cleanup toolkit: the guaranteed delete, finding our node by its guid, work
-//! that must finish after its caller is gone, and the one drop guard that starts it.
+//! The queue kernel's cleanup: the guaranteed delete, work that must finish after its caller
+//! is gone, and the one drop guard that starts it.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -8,10 +8,27 @@ use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 use zk_client::Client;
 
+use super::Protected;
 use crate::error::{Error, LossReason, Result};
-use crate::guard::Released;
-use crate::lock::naming;
-use crate::retry::{gave_up, retrying, wait_connected, MAX_TURNS};
+use crate::retry::{gave_up, wait_connected, MAX_TURNS};
+
+/// What a release (a guaranteed delete of our node) did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Released {
+    /// We deleted our lock node: the lock was ours until this release.
+    Deleted,
+    /// The node was already gone, so the lock had been lost before this release:
+    /// [`LossReason::SessionEnded`] (the session expired or was closed, and its ephemeral
+    /// node went with it) or [`LossReason::NodeDeleted`] (someone else deleted it).
+    AlreadyGone(LossReason),
+    /// Other guards of the same hold (re-entries) remain; the node stays until the last of
+    /// them is released.
+    StillHeld {
+        /// How many guards still hold the node.
+        remaining: usize,
+    },
+}
 
 /// Work a drop guard hands to the background.
 pub(crate) type BoxTask = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
@@ -87,12 +104,11 @@ impl<S: Send + 'static> Drop for OnDrop<S> {
     }
 }
 
-/// A node of ours under `base` that an abandoned attempt may have created: known by `name`, or
-/// only by the `guid` in its protected name when the create's reply never came.
+/// A node of ours that an abandoned attempt may have created: known by `node`, or only by
+/// the guid in its protected name when the create's reply never came.
 pub(crate) struct Orphan {
     pub(crate) client: Client,
-    pub(crate) base: String,
-    pub(crate) guid: uuid::Uuid,
+    pub(crate) nodes: Protected,
     pub(crate) node: Option<String>,
 }
 
@@ -102,44 +118,25 @@ impl Orphan {
         OnDrop::new(self, |o| Box::pin(o.remove()), "abandoned node")
     }
 
-    /// Finds (by guid, unless the name is known) and deletes the node, through reconnects.
-    /// Requests are ordered at call time, so the listing runs after any create the attempt
-    /// had sent.
+    /// Deletes the node (every node of the guid, unless the name is known), through
+    /// reconnects. Requests are ordered at call time, so the listing runs after any create
+    /// the attempt had sent.
     pub(crate) async fn remove(self) {
         let Orphan {
             client,
-            base,
-            guid,
+            nodes,
             node,
         } = self;
-        let result = async {
-            let name = match node {
-                Some(name) => Some(name),
-                None => find_own(&client, &base, &guid).await?,
-            };
-            if let Some(name) = name {
-                delete_guaranteed(&client, &format!("{base}/{name}"), None).await?;
-                debug!(%base, %name, "removed abandoned node");
-            }
-            Ok::<_, Error>(())
+        let result = match node {
+            Some(name) => delete_guaranteed(&client, &nodes.path_of(&name), None)
+                .await
+                .map(|_| ()),
+            None => nodes.delete_all(&client).await.map(|_| ()),
+        };
+        match result {
+            Ok(()) => debug!(base = %nodes.base, "removed abandoned node"),
+            Err(e) => warn!(base = %nodes.base, error = %e, "could not remove an abandoned node"),
         }
-        .await;
-        if let Err(e) = result {
-            warn!(%base, error = %e, "could not remove an abandoned node");
-        }
-    }
-}
-
-/// Lists `base` (retrying through connection losses) and returns our node's name, if any.
-pub(crate) async fn find_own(
-    client: &Client,
-    base: &str,
-    guid: &uuid::Uuid,
-) -> Result<Option<String>> {
-    match retrying(client, || client.get_children(base)).await {
-        Ok(children) => Ok(naming::find_by_guid(&children, guid).map(str::to_owned)),
-        Err(Error::Client(zk_client::Error::NoNode)) => Ok(None),
-        Err(e) => Err(e),
     }
 }
 

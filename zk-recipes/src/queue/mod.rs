@@ -1,0 +1,34 @@
+//! The queue kernel: the sequential-queue protocol every recipe is built on.
+//!
+//! Locks, semaphores and leader elections are all queues of ephemeral nodes under one parent,
+//! in Curator's layouts. This module owns everything they share, once:
+//!
+//! - [`naming`]: node names (Curator's protected `_c_<uuid>-<name><seq>`, kazoo's and
+//!   go-zookeeper's), sequence parsing, the queue orders and a contender's position.
+//! - [`Protected`]: the protected create (any data, any mode), finding our node by guid
+//!   after a lost reply, and deleting every node of our guid.
+//! - [`wait_for_node`]: waiting for the node ahead (one watch, no herd).
+//! - [`acquire`]: the fair queue's acquisition (create, then wait for the blocker).
+//! - [`participants`]: the queue's nodes with their owner data.
+//! - [`delete_guaranteed`], [`OnDrop`], [`Orphan`], [`detached`]: the guaranteed delete and
+//!   the cleanup of an attempt that was abandoned (error, timeout, future dropped).
+//!
+//! The recipes (`lock/`, `semaphore/`, `leader/`) import this module (and `retry`, `error`,
+//! the guard and its state), never each other's internals.
+
+mod acquire;
+mod cleanup;
+mod create;
+pub(crate) mod naming;
+mod owner;
+mod participants;
+mod wait;
+
+pub(crate) use acquire::{acquire, create_node, QueueSpec};
+pub use cleanup::Released;
+pub(crate) use cleanup::{delete_guaranteed, detached, in_background, BoxTask, OnDrop, Orphan};
+pub(crate) use create::{check_base, ensure_containers, Protected};
+pub(crate) use owner::local_address;
+pub use participants::Participant;
+pub(crate) use participants::{list, participants, Order};
+pub(crate) use wait::wait_for_node;

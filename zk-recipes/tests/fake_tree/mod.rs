@@ -22,6 +22,8 @@ use zk_test_support::{encode, within, Conn, FakeServer};
 
 pub(crate) const SESSION: i64 = 0x5e55;
 pub(crate) const TIMEOUT_MS: i32 = 6_000;
+/// The session of contenders that are not the client under test.
+pub(crate) const OTHER_SESSION: i64 = 0x0dd;
 
 /// What happens to a chosen request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +70,8 @@ pub(crate) struct Tree {
     pub(crate) deletes: Vec<String>,
     /// Reconnects so far.
     pub(crate) reconnects: usize,
+    /// Planned faults that happened so far.
+    pub(crate) faults: usize,
     seq: i32,
     zxid: i64,
     watches: Vec<(String, WatchKind)>,
@@ -101,6 +105,15 @@ impl Tree {
             },
         );
         stat
+    }
+
+    /// Adds an ephemeral sequential node `<parent>/<name><seq>` of another session (a
+    /// contender ahead of ours); returns its path.
+    pub(crate) fn foreign(&mut self, parent: &str, name: &str) -> String {
+        self.seq += 1;
+        let path = format!("{parent}/{name}{:010}", self.seq);
+        self.put(&path, Bytes::from_static(b"other"), OTHER_SESSION);
+        path
     }
 
     /// The children of `parent` (names).
@@ -201,10 +214,12 @@ impl Tree {
         let n = self.seen.entry(op).or_insert(0);
         let this = *n;
         *n += 1;
-        plans
+        let fault = plans
             .iter()
             .find(|p| p.op.as_i32() == op && p.nth == this)
-            .map(|p| p.fault)
+            .map(|p| p.fault);
+        self.faults += usize::from(fault.is_some());
+        fault
     }
 }
 

@@ -20,7 +20,7 @@ use zk_client::{Client, CreateMode, EventType, SessionState, Stat};
 use super::{Leadership, LeadershipPolicy, Term};
 use crate::error::{Error, LossReason, Result};
 use crate::queue::{list, naming, wait_for_node, Order, Protected};
-use crate::retry::{wait_connected, MAX_TURNS};
+use crate::retry::{gave_up, retry_after, turns};
 
 /// Curator's `LeaderLatch.LOCK_NAME`.
 pub(crate) const LATCH_NAME: &str = "latch-";
@@ -101,7 +101,7 @@ fn is_session_end(e: &Error) -> bool {
 }
 
 async fn elect_inner(ctx: &Ctx, client: &Client) -> Result<Ended> {
-    for _ in 0..MAX_TURNS {
+    for _ in turns() {
         if client.state().is_terminal() {
             return Ok(Ended::SessionEnded);
         }
@@ -117,12 +117,12 @@ async fn elect_inner(ctx: &Ctx, client: &Client) -> Result<Ended> {
         follow(ctx, client, &name).await?;
         ctx.step_down();
     }
-    Err(Error::Timeout)
+    Err(gave_up())
 }
 
 /// Follows the queue until our node is gone (returns `Ok`) or the session ends (an error).
 async fn follow(ctx: &Ctx, client: &Client, ours: &str) -> Result<()> {
-    for _ in 0..MAX_TURNS {
+    for _ in turns() {
         let nodes = list(client, &ctx.base, Order::Election(ctx.lock_name)).await?;
         let Some(index) = nodes.iter().position(|n| n == ours) else {
             return Ok(());
@@ -136,7 +136,7 @@ async fn follow(ctx: &Ctx, client: &Client, ours: &str) -> Result<()> {
         // Any wake-up: list again.
         wait_for_node(client, &format!("{}/{previous}", ctx.base)).await?;
     }
-    Err(Error::Timeout)
+    Err(gave_up())
 }
 
 /// We are first: confirm the node is our session's (CURATOR-696) and lead until it is
@@ -149,11 +149,8 @@ async fn lead(ctx: &Ctx, client: &Client, ours: &str) -> Result<bool> {
     let (stat, mut watcher) = match client.get_data_watch(&path).await {
         Ok((_, stat, watcher)) => (stat, watcher),
         Err(zk_client::Error::NoNode) => return Ok(false),
-        Err(e) if e.is_connection_loss() => {
-            wait_connected(client).await?;
-            return Ok(true);
-        }
-        Err(e) => return Err(e.into()),
+        // A connection loss is waited out (then look again); anything else ends the round.
+        Err(e) => return retry_after(client, e).await.map(|()| true),
     };
     if stat.ephemeral_owner != client.session_id() {
         // A node with our name that another session owns (CURATOR-696): never lead from it,
@@ -164,11 +161,7 @@ async fn lead(ctx: &Ctx, client: &Client, ours: &str) -> Result<bool> {
             Ok(()) | Err(zk_client::Error::NoNode) => {}
             // Written to meanwhile: look again (and check its owner again).
             Err(zk_client::Error::BadVersion) => return Ok(true),
-            Err(e) if e.is_connection_loss() => {
-                wait_connected(client).await?;
-                return Ok(true);
-            }
-            Err(e) => return Err(e.into()),
+            Err(e) => return retry_after(client, e).await.map(|()| true),
         }
         return Ok(false);
     }
@@ -178,7 +171,7 @@ async fn lead(ctx: &Ctx, client: &Client, ours: &str) -> Result<bool> {
         return Ok(true);
     }
     ctx.claim(client, &path, &stat);
-    for _ in 0..MAX_TURNS {
+    for _ in turns() {
         tokio::select! {
             event = &mut watcher => match event {
                 Ok(e) if e.event_type == EventType::NodeDeleted => {
@@ -200,7 +193,7 @@ async fn lead(ctx: &Ctx, client: &Client, ours: &str) -> Result<bool> {
             }
         }
     }
-    Err(Error::Timeout)
+    Err(gave_up())
 }
 
 /// A leader's reaction to a session state change: `Some` ends the current `lead`.

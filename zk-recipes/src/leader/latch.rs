@@ -14,11 +14,10 @@ use super::election::{elect, Ctx, Ended, LATCH_NAME};
 use super::{Leadership, LeadershipPolicy, Term};
 use crate::error::{Error, Result};
 use crate::queue::{check_base, participants, Order, Participant};
+use crate::retry::turns;
 
 /// Pause before retrying the election after an unexpected server error.
 const RETRY_PAUSE: Duration = Duration::from_millis(500);
-/// Bound on the sessions (and error retries) one latch goes through.
-const MAX_ROUNDS: usize = 1_000_000;
 
 /// A leader latch: every participant adds a node under one path; the first node's owner
 /// leads until it closes, its session ends, or (by default) its connection is lost.
@@ -251,7 +250,8 @@ impl LeaderLatch {
 /// The latch's task: the election on each session the manager publishes, until stopped.
 async fn run(ctx: Ctx, mut clients: ClientWatcher, stop: CancellationToken) {
     let mut client = clients.current().client.clone();
-    for _ in 0..MAX_ROUNDS {
+    // Bounded as every retry loop (sessions and error retries).
+    for _ in turns() {
         let ended = tokio::select! {
             _ = stop.cancelled() => break,
             ended = elect(&ctx, &client) => ended,

@@ -14,9 +14,7 @@ use super::latch::LeaderLatch;
 use super::{Leadership, LeadershipPolicy, Term};
 use crate::error::{Error, Result};
 use crate::queue::{check_base, participants, Order, Participant};
-
-/// Bound on the terms one selector runs.
-const MAX_TERMS: u64 = 1_000_000;
+use crate::retry::turns;
 
 /// Runs a future while this participant leads; drops it (cancelling it) the moment
 /// leadership is lost; optionally queues again afterwards (Curator's `autoRequeue`).
@@ -196,7 +194,7 @@ async fn run<F, Fut>(
     F: FnMut(Client, Term) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    for number in 1..=MAX_TERMS {
+    for number in turns().map(|n| 1 + n as u64) {
         let result = one_term(&turn, number, &mut work, &state, &stop).await;
         state.send_replace(Leadership::Follower);
         match result {

@@ -15,7 +15,7 @@ use crate::guard::{Hold, LockGuard};
 use crate::queue::{
     check_base, delete_guaranteed, ensure_containers, BoxTask, OnDrop, Participant,
 };
-use crate::retry::{deadline_after, retry_after, retrying, until, wait_connected, MAX_TURNS};
+use crate::retry::{deadline_after, gave_up, retry_after, retrying, turns, until};
 
 /// A simple exclusive lock: whoever creates the ephemeral node at `path` holds it; the others
 /// watch it and race again when it is deleted.
@@ -203,7 +203,7 @@ impl ExclusiveLock {
     /// epoch read before the request that showed the node ours.
     async fn race(&self, mark: &Mark, try_only: bool) -> Result<Option<(Stat, u64)>> {
         let options = CreateOptions::new(CreateMode::Ephemeral);
-        for _ in 0..MAX_TURNS {
+        for _ in turns() {
             let epoch = self.client.connection_epoch();
             match self.client.create(&self.path, &mark.data, &options).await {
                 Ok((_, stat)) => return Ok(Some((stat, epoch))),
@@ -233,17 +233,17 @@ impl ExclusiveLock {
                     };
                     ensure_containers(&self.client, parent).await?;
                 }
-                Err(e) if e.is_connection_loss() => {
-                    wait_connected(&self.client).await?;
+                Err(e) => {
+                    // A connection loss: the create may have applied. Anything else ends here.
+                    retry_after(&self.client, e).await?;
                     let epoch = self.client.connection_epoch();
                     if let Some(stat) = self.owned_stat(mark).await? {
                         return Ok(Some((stat, epoch)));
                     }
                 }
-                Err(e) => return Err(e.into()),
             }
         }
-        Err(Error::Timeout)
+        Err(gave_up())
     }
 
     /// The node's stat if it exists and is ours.
@@ -251,8 +251,8 @@ impl ExclusiveLock {
         match self.client.get_data(&self.path).await {
             Ok((held_by, stat)) if mark.is_ours(&held_by, &stat) => Ok(Some(stat)),
             Ok(_) | Err(zk_client::Error::NoNode) => Ok(None),
-            Err(e) if e.is_connection_loss() => Ok(None),
-            Err(e) => Err(e.into()),
+            // A connection loss: go round again (create, then look).
+            Err(e) => retry_after(&self.client, e).await.map(|()| None),
         }
     }
 }

@@ -19,7 +19,7 @@ use super::naming::{self, Intent, Position};
 use super::wait::{wait_for_node, Wake};
 use super::Protected;
 use crate::error::{Error, LossReason, Result};
-use crate::retry::{retry_after, until, MAX_TURNS};
+use crate::retry::{gave_up, retry_after, turns, until};
 
 /// What to acquire.
 #[derive(Debug, Clone)]
@@ -137,7 +137,7 @@ async fn wait_turn(
     try_only: bool,
     ignore: Option<&str>,
 ) -> Result<Option<u64>> {
-    for _ in 0..MAX_TURNS {
+    for _ in turns() {
         let epoch = client.connection_epoch();
         let children = match client.get_children(&spec.base).await {
             Ok(children) => children,
@@ -165,5 +165,5 @@ async fn wait_turn(
             }
         }
     }
-    Err(Error::Timeout)
+    Err(gave_up())
 }

@@ -10,7 +10,7 @@ use zk_client::Client;
 
 use super::Protected;
 use crate::error::{Error, LossReason, Result};
-use crate::retry::{gave_up, wait_connected, MAX_TURNS};
+use crate::retry::{gave_up, turns, wait_connected};
 
 /// What a release (a guaranteed delete of our node) did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,7 +159,7 @@ pub(crate) async fn delete_guaranteed(
     owner: Option<i64>,
 ) -> Result<Released> {
     let mut maybe_applied = false;
-    for _ in 0..MAX_TURNS {
+    for _ in turns() {
         let attempt = match owner {
             None => client.delete(path, None).await,
             Some(czxid) => match client.exists(path).await {

@@ -20,7 +20,7 @@ use zk_client::{Client, CreateMode, CreateOptions, Stat};
 
 use super::naming;
 use crate::error::{Error, LossReason, Result};
-use crate::retry::{gave_up, retry_after, retrying, wait_connected, MAX_TURNS};
+use crate::retry::{gave_up, retry_after, retrying, turns};
 
 /// The nodes of one guid under one parent: what a recipe creates, finds again after a lost
 /// reply, and removes when it is done. One guid per attempt (a lock acquisition, a latch on
@@ -73,15 +73,17 @@ impl Protected {
             mode,
             CreateMode::Ephemeral | CreateMode::EphemeralSequential
         );
-        for _ in 0..MAX_TURNS {
+        for _ in turns() {
             match client.create(&path, data, &options).await {
                 Ok((created, stat)) => return Ok((naming::base_name(&created).to_owned(), stat)),
                 Err(zk_client::Error::NoNode) => ensure_containers(client, &self.base).await?,
-                // A plain name can exist already only if it is ours (the guid is fresh):
-                // recover it like a lost reply.
-                Err(e) if e.is_connection_loss() || matches!(e, zk_client::Error::NodeExists) => {
-                    // The create may or may not have happened: look for our guid.
-                    wait_connected(client).await?;
+                Err(e) => {
+                    // A plain name can exist already only if it is ours (the guid is fresh):
+                    // recover it like a lost reply. After a connection loss the create may or
+                    // may not have happened: look for our guid. Anything else ends here.
+                    if !matches!(e, zk_client::Error::NodeExists) {
+                        retry_after(client, e).await?;
+                    }
                     let Some(found) = self.find(client).await? else {
                         continue;
                     };
@@ -101,7 +103,6 @@ impl Protected {
                         None => {}
                     }
                 }
-                Err(e) => return Err(e.into()),
             }
         }
         Err(gave_up())

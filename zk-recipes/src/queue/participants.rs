@@ -5,7 +5,7 @@ use zk_client::Client;
 
 use super::naming;
 use crate::error::{Error, Result};
-use crate::retry::retrying;
+use crate::retry::{retry_after, retrying};
 
 /// How a queue is ordered.
 #[derive(Debug, Clone, Copy)]
@@ -106,14 +106,15 @@ pub(crate) async fn participants(
         let data = match read.await {
             Ok((data, _)) => data,
             Err(zk_client::Error::NoNode) => continue,
-            Err(e) if e.is_connection_loss() => {
+            // A connection loss: wait it out and read this one again; anything else ends here.
+            Err(e) => {
+                retry_after(client, e).await?;
                 match retrying(client, || client.get_data(&path)).await {
                     Ok((data, _)) => data,
                     Err(Error::Client(zk_client::Error::NoNode)) => continue,
                     Err(e) => return Err(e),
                 }
             }
-            Err(e) => return Err(e.into()),
         };
         let is_first = out.is_empty();
         out.push(Participant {

@@ -36,7 +36,7 @@ async fn ids(l: &LeaderLatch) -> Result<Vec<String>> {
         .participants()
         .await
         .map_err(|e| fail("participants", e))?;
-    Ok(participants.into_iter().map(|p| p.id).collect())
+    Ok(participants.into_iter().map(|p| p.id()).collect())
 }
 
 /// `fut` within [`LIMIT`], its error (or the timeout) named `what`.
@@ -73,7 +73,10 @@ pub(crate) async fn leader_failover(t: &Target) -> Result<()> {
     let mut sessions = ma.subscribe();
     proxy.set_mode(Mode::Blackhole);
     println!("   network partition between service-a and ZooKeeper");
-    within("step down", a.watch().wait_for(|s| !s.is_leader())).await?;
+    within("step down", async {
+        Ok::<_, zk_recipes::Error>(a.watch().wait_for(|s| !s.is_leader()).await)
+    })
+    .await?;
     println!(
         "   service-a: connection lost, it steps down at once (before its session can expire)"
     );

@@ -100,10 +100,7 @@ async fn leader_expiry_moves_leadership_and_the_old_leader_rejoins_on_a_new_sess
     let nodes = wait_nodes(&admin, PATH, 2).await;
     let participants = b.participants().await.unwrap();
     assert_eq!(
-        participants
-            .iter()
-            .map(|p| p.id())
-            .collect::<Vec<_>>(),
+        participants.iter().map(|p| p.id()).collect::<Vec<_>>(),
         ["b", "a"],
         "{nodes:?}"
     );

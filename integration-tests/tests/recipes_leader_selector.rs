@@ -114,9 +114,7 @@ async fn work_is_dropped_when_leadership_is_lost_and_without_requeue_the_selecto
         },
     )
     .unwrap();
-    within("a leads", a.watch().wait_for(|s| s.is_leader()))
-        .await
-        .unwrap();
+    within("a leads", a.watch().wait_for(|s| s.is_leader())).await;
     let mb = manager(&hosts).await;
     let lb = log.clone();
     let b = LeaderSelector::start(

@@ -220,7 +220,7 @@ pub use managed::{
     DEFAULT_RENEW_BACKOFF_MAX,
 };
 pub use state::SessionState;
-pub use state_watcher::StateWatcher;
+pub use state_watcher::{Observable, Publisher, StateWatcher, Transitions, HISTORY};
 #[cfg(feature = "tls")]
 pub use tls::TlsOptions;
 pub use watcher::{PersistentWatcher, Watcher};

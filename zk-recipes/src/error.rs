@@ -10,6 +10,9 @@ pub enum LossReason {
     SessionEnded,
     /// The lock node was deleted (by an operator, or a revocation).
     NodeDeleted,
+    /// We released the lock: the final [`LockState`](crate::LockState) a state receiver
+    /// that outlives its guard reports. Never an error's reason.
+    Released,
 }
 
 impl std::fmt::Display for LossReason {
@@ -17,6 +20,7 @@ impl std::fmt::Display for LossReason {
         f.write_str(match self {
             LossReason::SessionEnded => "the session ended",
             LossReason::NodeDeleted => "the lock node was deleted",
+            LossReason::Released => "the lock was released",
         })
     }
 }

@@ -31,10 +31,12 @@
 //! - `Lost`: the session ended or the node was deleted. Abort the work; never resume it
 //!   without acquiring again.
 //!
-//! [`LockGuard::transitions`] reports every change in order, so a suspension that is over
-//! before the holder looks is still seen; [`LockGuard::state_watcher`] keeps only the latest
-//! state. [`LockGuard::release`] tells whether the lock was still ours up to the release
-//! ([`Released`]).
+//! [`LockGuard::state_watcher`] reports every change in order, so a suspension that is over
+//! before the holder looks is still seen. It is zk-client's one transition type,
+//! [`zk_client::Transitions`] (current value, `changed()`, a `Stream` of every transition, lag
+//! counted), the same that follows the session ([`zk_client::Client::state_watcher`]) and
+//! leadership ([`LeaderLatch::watch`]). [`LockGuard::release`] tells whether the lock was
+//! still ours up to the release ([`Released`]).
 //!
 //! Session changes are always reflected. To notice a deletion of the node (an operator, a
 //! revocation), the guard watches its node from the first time its state is observed
@@ -85,7 +87,7 @@ pub use lock::{ExclusiveLock, FairLock, Lock, MultiGuard, MultiLock, ReadWriteLo
 pub use queue::{Participant, Released};
 pub use revoke::{revoke, REVOKE_MESSAGE};
 pub use semaphore::{Lease, Semaphore, SemaphoreMutex};
-pub use state::{LockState, LockTransitions};
+pub use state::LockState;
 
 /// The README's examples, compiled (and the runnable ones run) as doctests.
 #[doc = include_str!("../../README.md")]

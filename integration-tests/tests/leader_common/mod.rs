@@ -60,8 +60,8 @@ impl TermLog {
         let mut rx = latch.watch();
         tokio::spawn(async move {
             let mut open: Option<(usize, u64)> = None;
+            let mut state = rx.last();
             loop {
-                let state = rx.borrow_and_update().clone();
                 let now = Instant::now();
                 {
                     let mut log = log.lock().unwrap();
@@ -83,9 +83,10 @@ impl TermLog {
                         open = Some((log.len() - 1, term.number));
                     }
                 }
-                if state == Leadership::Closed || rx.changed().await.is_err() {
+                if state == Leadership::Closed {
                     break;
                 }
+                state = rx.changed().await;
             }
         })
     }

@@ -13,9 +13,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::watch;
 use tracing::{debug, warn};
-use zk_client::{Client, CreateMode, EventType, SessionState, Stat};
+use zk_client::{Client, CreateMode, EventType, Publisher, SessionState, Stat};
 
 use super::{Leadership, LeadershipPolicy, Term};
 use crate::error::{Error, LossReason, Result};
@@ -42,7 +41,7 @@ pub(crate) struct Ctx {
     pub(crate) lock_name: &'static str,
     pub(crate) id: String,
     pub(crate) policy: LeadershipPolicy,
-    pub(crate) state: watch::Sender<Leadership>,
+    pub(crate) state: Arc<Publisher<Leadership>>,
     /// The nodes of the current session's guid (a create may be in flight), for the
     /// cleanup on close.
     pub(crate) own: Arc<Mutex<Option<(Client, Protected)>>>,
@@ -52,7 +51,7 @@ pub(crate) struct Ctx {
 impl Ctx {
     /// Publishes leadership of `node`, starting a term unless one of the same node runs.
     fn claim(&self, client: &Client, node: &str, stat: &Stat) {
-        self.state.send_if_modified(|state| {
+        self.state.publish_if(|state| {
             if matches!(state, Leadership::Leader(t) if t.node == node) {
                 return false;
             }
@@ -71,7 +70,7 @@ impl Ctx {
 
     /// Ends the current term, if any.
     pub(crate) fn step_down(&self) {
-        self.state.send_if_modified(|state| {
+        self.state.publish_if(|state| {
             if state.is_leader() {
                 *state = Leadership::Follower;
                 crate::metrics::leadership(self.lock_name, false);

@@ -4,11 +4,10 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
-use zk_client::{Client, ClientWatcher, SessionManager};
+use zk_client::{Client, ClientWatcher, Publisher, SessionManager, Transitions};
 
 use super::election::{elect, Ctx, Ended, LATCH_NAME};
 use super::{Leadership, LeadershipPolicy, Term};
@@ -47,7 +46,7 @@ const RETRY_PAUSE: Duration = Duration::from_millis(500);
 /// let term = latch.await_leadership(Some(Duration::from_secs(30))).await?;
 /// println!("leading, fencing token {}", term.fencing_token);
 /// let mut changes = latch.watch();
-/// while changes.changed().await.is_ok() && changes.borrow().is_leader() {}
+/// changes.wait_for(|s| !s.is_leader()).await;
 /// println!("leadership lost");
 /// latch.close().await?;
 /// # Ok(()) }
@@ -63,7 +62,7 @@ struct Inner {
     lock_name: &'static str,
     id: String,
     manager: SessionManager,
-    state: watch::Receiver<Leadership>,
+    state: Arc<Publisher<Leadership>>,
     stop: CancellationToken,
     task: Mutex<Option<JoinHandle<()>>>,
 }
@@ -104,13 +103,13 @@ impl LeaderLatch {
         lock_name: &'static str,
     ) -> Result<LeaderLatch> {
         let base = check_base(path)?;
-        let (tx, rx) = watch::channel(Leadership::Follower);
+        let state = Arc::new(Publisher::new(Leadership::Follower));
         let ctx = Ctx {
             base: base.clone(),
             lock_name,
             id: id.to_owned(),
             policy,
-            state: tx,
+            state: state.clone(),
             own: Arc::new(Mutex::new(None)),
             terms: AtomicU64::new(0),
         };
@@ -122,7 +121,7 @@ impl LeaderLatch {
                 lock_name,
                 id: id.to_owned(),
                 manager: manager.clone(),
-                state: rx,
+                state,
                 stop,
                 task: Mutex::new(Some(task)),
             }),
@@ -141,19 +140,19 @@ impl LeaderLatch {
 
     /// Whether we lead now (as last observed: see [`LeadershipPolicy`]).
     pub fn is_leader(&self) -> bool {
-        self.inner.state.borrow().is_leader()
+        self.inner.state.current().is_leader()
     }
 
     /// Our leadership now.
     pub fn leadership(&self) -> Leadership {
-        self.inner.state.borrow().clone()
+        self.inner.state.current()
     }
 
     /// Follows our leadership: each change (term start, term end, close) is published; a
     /// receiver that looks later sees the latest (a new term has a new
     /// [`Term::number`], so a term that ended and another that began in between are noticed).
-    pub fn watch(&self) -> watch::Receiver<Leadership> {
-        self.inner.state.clone()
+    pub fn watch(&self) -> Transitions<Leadership> {
+        self.inner.state.subscribe()
     }
 
     /// Waits until we lead and returns the term.
@@ -167,14 +166,11 @@ impl LeaderLatch {
     ///
     /// Cancel safe: it only observes.
     pub async fn await_leadership(&self, timeout: Option<Duration>) -> Result<Term> {
-        let mut rx = self.inner.state.clone();
+        let mut rx = self.inner.state.subscribe();
         let wait = async move {
-            let state = rx
-                .wait_for(|s| s.is_leader() || *s == Leadership::Closed)
-                .await
-                .map_err(|_| Error::Client(zk_client::Error::Closed))?;
-            match &*state {
-                Leadership::Leader(term) => Ok(term.clone()),
+            // `Closed` is final, so this ends with it at the latest.
+            match rx.wait_for(|s| s.is_leader()).await {
+                Leadership::Leader(term) => Ok(term),
                 _ => Err(Error::Client(zk_client::Error::Closed)),
             }
         };
@@ -280,7 +276,7 @@ async fn run(ctx: Ctx, mut clients: ClientWatcher, stop: CancellationToken) {
     }
     ctx.step_down();
     remove_own(&ctx).await;
-    ctx.state.send_replace(Leadership::Closed);
+    ctx.state.publish(Leadership::Closed);
 }
 
 /// Removes every node of the current session's guid (requests are ordered at call time, so

@@ -12,15 +12,13 @@
 //!
 //! let manager = SessionManager::connect(Client::builder("127.0.0.1:2181")).await?;
 //! let latch = LeaderLatch::start(&manager, "/election/app", "me", LeadershipPolicy::Standard)?;
+//! // The one transition type of both crates (zk_client::Transitions), as for a lock's state.
 //! let mut changes = latch.watch();
 //! loop {
-//!     match &*changes.borrow_and_update() {
+//!     match changes.changed().await {
 //!         Leadership::Leader(term) => println!("term {} (token {})", term.number, term.fencing_token),
 //!         Leadership::Follower => println!("following"),
 //!         _ => break,
-//!     }
-//!     if changes.changed().await.is_err() {
-//!         break;
 //!     }
 //! }
 //! # Ok(()) }
@@ -49,6 +47,16 @@ pub enum LeadershipPolicy {
     /// which can be after the ensemble expired it and elected someone else: use the fencing
     /// token for anything that must not overlap.
     SessionLoss,
+}
+
+impl zk_client::Observable for Leadership {
+    fn is_final(&self) -> bool {
+        *self == Leadership::Closed
+    }
+
+    fn when_gone(_last: &Self) -> Self {
+        Leadership::Closed
+    }
 }
 
 /// One term of leadership of one participant.

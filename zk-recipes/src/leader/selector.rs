@@ -1,13 +1,12 @@
 //! [`LeaderSelector`]: runs the caller's work while leader, in Curator's mutex layout.
 
 use std::future::Future;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
-use zk_client::{Client, SessionManager};
+use zk_client::{Client, Publisher, SessionManager, Transitions};
 
 use super::election::MUTEX_NAME;
 use super::latch::LeaderLatch;
@@ -35,7 +34,7 @@ use crate::retry::turns;
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// use zk_client::{Client, SessionManager};
+/// use zk_client::{Client, Publisher, SessionManager, Transitions};
 /// use zk_recipes::leader::{LeaderSelector, LeadershipPolicy};
 ///
 /// let manager = SessionManager::connect(Client::builder("127.0.0.1:2181")).await?;
@@ -58,7 +57,7 @@ use crate::retry::turns;
 pub struct LeaderSelector {
     base: String,
     manager: SessionManager,
-    state: watch::Receiver<Leadership>,
+    state: Arc<Publisher<Leadership>>,
     stop: CancellationToken,
     task: Mutex<Option<JoinHandle<()>>>,
 }
@@ -94,7 +93,7 @@ impl LeaderSelector {
         Fut: Future<Output = ()> + Send + 'static,
     {
         let base = check_base(path)?;
-        let (tx, rx) = watch::channel(Leadership::Follower);
+        let state = Arc::new(Publisher::new(Leadership::Follower));
         let stop = CancellationToken::new();
         let turn = Turn {
             manager: manager.clone(),
@@ -102,11 +101,11 @@ impl LeaderSelector {
             id: id.to_owned(),
             policy,
         };
-        let task = tokio::spawn(run(turn, auto_requeue, work, tx, stop.clone()));
+        let task = tokio::spawn(run(turn, auto_requeue, work, state.clone(), stop.clone()));
         Ok(LeaderSelector {
             base,
             manager: manager.clone(),
-            state: rx,
+            state,
             stop,
             task: Mutex::new(Some(task)),
         })
@@ -114,13 +113,13 @@ impl LeaderSelector {
 
     /// Whether our work runs now (we lead).
     pub fn is_leader(&self) -> bool {
-        self.state.borrow().is_leader()
+        self.state.current().is_leader()
     }
 
     /// Follows our leadership: `Leader(term)` while the work runs, `Follower` between
     /// terms, `Closed` once the selector stopped (closed, or done without re-queue).
-    pub fn watch(&self) -> watch::Receiver<Leadership> {
-        self.state.clone()
+    pub fn watch(&self) -> Transitions<Leadership> {
+        self.state.subscribe()
     }
 
     /// Every participant in queue order (Curator's `getParticipants`); the first leads.
@@ -148,8 +147,8 @@ impl LeaderSelector {
     ///
     /// Cancel safe: it only observes.
     pub async fn finished(&self) {
-        let mut rx = self.state.clone();
-        let _ = rx.wait_for(|s| *s == Leadership::Closed).await;
+        // `Closed` is final: this ends with it.
+        let _ = self.state.subscribe().wait_for(|_| false).await;
     }
 
     /// Stops: drops the work if it runs, leaves the election (our node is deleted), and
@@ -188,7 +187,7 @@ async fn run<F, Fut>(
     turn: Turn,
     auto_requeue: bool,
     mut work: F,
-    state: watch::Sender<Leadership>,
+    state: Arc<Publisher<Leadership>>,
     stop: CancellationToken,
 ) where
     F: FnMut(Client, Term) -> Fut + Send + 'static,
@@ -196,7 +195,7 @@ async fn run<F, Fut>(
 {
     for number in turns().map(|n| 1 + n as u64) {
         let result = one_term(&turn, number, &mut work, &state, &stop).await;
-        state.send_replace(Leadership::Follower);
+        state.publish(Leadership::Follower);
         match result {
             Ok(true) if auto_requeue && !stop.is_cancelled() => continue,
             Ok(_) => break,
@@ -206,7 +205,7 @@ async fn run<F, Fut>(
             }
         }
     }
-    state.send_replace(Leadership::Closed);
+    state.publish(Leadership::Closed);
 }
 
 /// Queues once, runs the work while leading, leaves. `Ok(true)` when the turn ended
@@ -215,7 +214,7 @@ async fn one_term<F, Fut>(
     turn: &Turn,
     number: u64,
     work: &mut F,
-    state: &watch::Sender<Leadership>,
+    state: &Publisher<Leadership>,
     stop: &CancellationToken,
 ) -> Result<bool>
 where
@@ -239,7 +238,7 @@ where
             // The manager has moved on to a new session since: this term is already over.
             return Ok(true);
         }
-        state.send_replace(Leadership::Leader(term.clone()));
+        state.publish(Leadership::Leader(term.clone()));
         debug!(base = %turn.base, number, "leading: work starts");
         let mut leadership = latch.watch();
         tokio::select! {
@@ -254,7 +253,7 @@ where
     }
     .await;
     // The work is dropped (or done) before our node goes: no overlap with the next leader.
-    state.send_replace(Leadership::Follower);
+    state.publish(Leadership::Follower);
     latch.close().await?;
     outcome
 }

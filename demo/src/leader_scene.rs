@@ -17,14 +17,12 @@ const PATH: &str = "/leader";
 
 async fn manager(connect: &str) -> Result<SessionManager> {
     let builder = Client::builder(connect).session_timeout(Duration::from_secs(2));
-    SessionManager::with_backoff(
-        builder,
-        Duration::from_millis(50),
-        Duration::from_secs(1),
-        100,
-    )
-    .await
-    .map_err(|e| fail("connect", e))
+    SessionManager::builder(builder)
+        .renew_backoff(Duration::from_millis(50), Duration::from_secs(1))
+        .renew_attempts(100)
+        .connect()
+        .await
+        .map_err(|e| fail("connect", e))
 }
 
 fn latch(m: &SessionManager, id: &str) -> Result<LeaderLatch> {

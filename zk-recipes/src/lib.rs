@@ -16,8 +16,26 @@
 //!   or a chosen id, and every lock lists its queue; [`revoke`] and
 //!   [`LockGuard::revocation_requested`] are Curator's cooperative revocation.
 //! - [`LeaderLatch`]: leader election in Curator's `LeaderLatch` layout, re-joining after
-//!   an expiry on a [`zk_client::SessionManager`] (see [`leader`]).
-//! - [`LeaderSelector`]: runs a future while leader (Curator's `LeaderSelector` layout).
+//!   an expiry on a [`zk_client::SessionManager`]; [`Leadership`] is followed with the same
+//!   transition type as a lock's state.
+//! - [`LeaderSelector`]: runs a future while leader (Curator's `LeaderSelector` layout),
+//!   configured with [`LeaderSelector::builder`].
+//!
+//! Every public item is at the crate's root (the modules are private).
+//!
+//! | lock | nodes | fair | wakes on release | use when |
+//! |---|---|---|---|---|
+//! | [`FairLock`] | `<path>/_c_<uuid>-lock-<seq>` | yes | the next waiter only | general mutual exclusion, many contenders, mixing with Curator |
+//! | [`ReadWriteLock`] | `__READ__` / `__WRIT__` queue | yes | only the waiters it unblocks | many readers, occasional writers |
+//! | [`ExclusiveLock`] | one node at `<path>` | no | every waiter | rare contention, smallest cost |
+//! | [`SemaphoreMutex`] | `<path>/locks`, `<path>/leases` | yes | one waiter | Curator's `InterProcessSemaphoreMutex` |
+//!
+//! # Layout of the crate
+//!
+//! One queue kernel (`queue/`: node names, the protected create, find-own-by-guid, queue
+//! order, the wait for the node ahead, participants, the guaranteed delete and the cleanup
+//! of abandoned attempts) under every recipe (`lock/`, `semaphore/`, `leader/`), which
+//! never import each other's internals; one retry bound ending in [`Error::GaveUp`].
 //!
 //! # Holding a lock safely
 //!
@@ -71,8 +89,8 @@
 
 mod error;
 mod guard;
-pub mod leader;
-pub mod lock;
+mod leader;
+mod lock;
 mod metrics;
 mod queue;
 mod retry;
@@ -82,8 +100,12 @@ mod state;
 
 pub use error::{Error, LossReason, Result};
 pub use guard::LockGuard;
-pub use leader::{LeaderLatch, LeaderSelector, Leadership, LeadershipPolicy, Term};
-pub use lock::{ExclusiveLock, FairLock, Lock, MultiGuard, MultiLock, ReadWriteLock};
+pub use leader::{
+    LeaderLatch, LeaderSelector, LeaderSelectorBuilder, Leadership, LeadershipPolicy, Term,
+};
+pub use lock::{
+    AcquireFuture, ExclusiveLock, FairLock, Lock, MultiGuard, MultiLock, ReadWriteLock,
+};
 pub use queue::{Participant, Released};
 pub use revoke::{revoke, REVOKE_MESSAGE};
 pub use semaphore::{Lease, Semaphore, SemaphoreMutex};

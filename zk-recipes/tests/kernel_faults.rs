@@ -12,8 +12,8 @@ use std::time::Duration;
 use fake_tree::{Fault, Plan, Tree, TIMEOUT_MS};
 use zk_client::{Client, SessionManager};
 use zk_proto::OpCode;
-use zk_recipes::leader::{LeaderLatch, LeaderSelector, LeadershipPolicy};
 use zk_recipes::{FairLock, Semaphore};
+use zk_recipes::{LeaderLatch, LeaderSelector, LeadershipPolicy};
 use zk_test_support::{within, FakeServer};
 
 const LIMIT: Duration = Duration::from_secs(10);
@@ -146,21 +146,17 @@ async fn one_node_then_none(recipe: Recipe, ahead: bool, plans: Vec<Plan>) {
         }
         Recipe::Selector => {
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-            let selector = LeaderSelector::start(
-                &manager,
-                "/election",
-                "me",
-                LeadershipPolicy::Standard,
-                false,
-                move |_client, term| {
+            let selector = LeaderSelector::builder(&manager, "/election", "me")
+                .policy(LeadershipPolicy::Standard)
+                .auto_requeue(false)
+                .start(move |_client, term| {
                     let tx = tx.clone();
                     async move {
                         let _ = tx.send(term);
                         std::future::pending::<()>().await;
                     }
-                },
-            )
-            .unwrap();
+                })
+                .unwrap();
             let term = tokio::time::timeout(LIMIT, rx.recv()).await;
             assert_eq!(
                 ours().len(),

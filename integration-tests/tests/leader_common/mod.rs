@@ -27,14 +27,12 @@ pub async fn manager(hosts: &str) -> SessionManager {
     let builder = Client::builder(hosts)
         .session_timeout(SESSION)
         .establish_timeout(LIMIT);
-    SessionManager::with_backoff(
-        builder,
-        Duration::from_millis(50),
-        Duration::from_secs(1),
-        200,
-    )
-    .await
-    .expect("connect the first session")
+    SessionManager::builder(builder)
+        .renew_backoff(Duration::from_millis(50), Duration::from_secs(1))
+        .renew_attempts(200)
+        .connect()
+        .await
+        .expect("connect the first session")
 }
 
 /// One term as the participant observed it: start when `is_leader` became true, end when it

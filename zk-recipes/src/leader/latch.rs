@@ -39,7 +39,7 @@ const RETRY_PAUSE: Duration = Duration::from_millis(500);
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// use std::time::Duration;
 /// use zk_client::{Client, SessionManager};
-/// use zk_recipes::leader::{LeaderLatch, LeadershipPolicy};
+/// use zk_recipes::{LeaderLatch, LeadershipPolicy};
 ///
 /// let manager = SessionManager::connect(Client::builder("127.0.0.1:2181")).await?;
 /// let latch = LeaderLatch::start(&manager, "/election/reports", "worker-1", LeadershipPolicy::Standard)?;

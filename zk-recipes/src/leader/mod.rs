@@ -8,7 +8,7 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use zk_client::{Client, SessionManager};
-//! use zk_recipes::leader::{LeaderLatch, Leadership, LeadershipPolicy};
+//! use zk_recipes::{LeaderLatch, Leadership, LeadershipPolicy};
 //!
 //! let manager = SessionManager::connect(Client::builder("127.0.0.1:2181")).await?;
 //! let latch = LeaderLatch::start(&manager, "/election/app", "me", LeadershipPolicy::Standard)?;
@@ -29,7 +29,7 @@ mod latch;
 mod selector;
 
 pub use latch::LeaderLatch;
-pub use selector::LeaderSelector;
+pub use selector::{LeaderSelector, LeaderSelectorBuilder};
 
 /// When a leader considers its leadership gone (Curator's connection-state error policy).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -61,6 +61,7 @@ impl zk_client::Observable for Leadership {
 
 /// One term of leadership of one participant.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Term {
     /// Counts this participant's terms, from 1.
     pub number: u64,

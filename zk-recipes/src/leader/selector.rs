@@ -35,21 +35,17 @@ use crate::retry::turns;
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// use zk_client::{Client, Publisher, SessionManager, Transitions};
-/// use zk_recipes::leader::{LeaderSelector, LeadershipPolicy};
+/// use zk_recipes::{LeaderSelector, LeadershipPolicy};
 ///
 /// let manager = SessionManager::connect(Client::builder("127.0.0.1:2181")).await?;
-/// let selector = LeaderSelector::start(
-///     &manager,
-///     "/election/compactor",
-///     "node-7",
-///     LeadershipPolicy::Standard,
-///     true,
-///     |client, term| async move {
+/// let selector = LeaderSelector::builder(&manager, "/election/compactor", "node-7")
+///     .policy(LeadershipPolicy::Standard)
+///     .auto_requeue(true)
+///     .start(|client, term| async move {
 ///         println!("leading with token {}", term.fencing_token);
 ///         // ... work; dropped if leadership is lost ...
 ///         let _ = client.sync("/").await;
-///     },
-/// )?;
+///     })?;
 /// # selector.close().await?;
 /// # Ok(()) }
 /// ```
@@ -68,10 +64,36 @@ impl Drop for LeaderSelector {
     }
 }
 
-impl LeaderSelector {
-    /// Joins the election on `path` as `id` and returns at once. Each time we lead,
-    /// `work(client, term)` runs (with the client of the session that leads); when it
-    /// returns, we give leadership up, and queue again if `auto_requeue`.
+/// Options of a [`LeaderSelector`], from [`LeaderSelector::builder`]: the policy
+/// (default [`LeadershipPolicy::Standard`]) and whether to queue again after each term
+/// (default off, as Curator's `autoRequeue`).
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until started"]
+pub struct LeaderSelectorBuilder {
+    manager: SessionManager,
+    path: String,
+    id: String,
+    policy: LeadershipPolicy,
+    auto_requeue: bool,
+}
+
+impl LeaderSelectorBuilder {
+    /// When leadership counts as lost (default [`LeadershipPolicy::Standard`]).
+    pub fn policy(mut self, policy: LeadershipPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Queue again at the end after each term, and after a session expiry (Curator's
+    /// `autoRequeue`; default off: the selector closes after its first term).
+    pub fn auto_requeue(mut self, auto_requeue: bool) -> Self {
+        self.auto_requeue = auto_requeue;
+        self
+    }
+
+    /// Joins the election and returns at once. Each time we lead, `work(client, term)`
+    /// runs (with the client of the session that leads); when it returns, we give
+    /// leadership up, and queue again with [`auto_requeue`](Self::auto_requeue).
     ///
     /// # Errors
     ///
@@ -80,35 +102,48 @@ impl LeaderSelector {
     /// # Panics
     ///
     /// Outside a tokio runtime (the election runs in a spawned task), as `tokio::spawn`.
-    pub fn start<F, Fut>(
-        manager: &SessionManager,
-        path: &str,
-        id: &str,
-        policy: LeadershipPolicy,
-        auto_requeue: bool,
-        work: F,
-    ) -> Result<LeaderSelector>
+    pub fn start<F, Fut>(self, work: F) -> Result<LeaderSelector>
     where
         F: FnMut(Client, Term) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let base = check_base(path)?;
+        let base = check_base(&self.path)?;
         let state = Arc::new(Publisher::new(Leadership::Follower));
         let stop = CancellationToken::new();
         let turn = Turn {
-            manager: manager.clone(),
+            manager: self.manager.clone(),
             base: base.clone(),
-            id: id.to_owned(),
-            policy,
+            id: self.id,
+            policy: self.policy,
         };
-        let task = tokio::spawn(run(turn, auto_requeue, work, state.clone(), stop.clone()));
+        let task = tokio::spawn(run(
+            turn,
+            self.auto_requeue,
+            work,
+            state.clone(),
+            stop.clone(),
+        ));
         Ok(LeaderSelector {
             base,
-            manager: manager.clone(),
+            manager: self.manager,
             state,
             stop,
             task: Mutex::new(Some(task)),
         })
+    }
+}
+
+impl LeaderSelector {
+    /// A selector on `path` as participant `id`, on `manager`'s sessions: set its options,
+    /// then [`start`](LeaderSelectorBuilder::start) it with the work to run while leading.
+    pub fn builder(manager: &SessionManager, path: &str, id: &str) -> LeaderSelectorBuilder {
+        LeaderSelectorBuilder {
+            manager: manager.clone(),
+            path: path.to_owned(),
+            id: id.to_owned(),
+            policy: LeadershipPolicy::default(),
+            auto_requeue: false,
+        }
     }
 
     /// Whether our work runs now (we lead).

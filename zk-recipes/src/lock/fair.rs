@@ -13,9 +13,7 @@ use super::support::{local_permit, Owner};
 use crate::error::{Error, Result};
 use crate::guard::{Hold, LockGuard, ReleaseHook};
 use crate::queue::naming::{self, Intent, MUTEX_LOCK_NAME};
-use crate::queue::{
-    acquire, check_base, local_address, participants, Order, Participant, QueueSpec,
-};
+use crate::queue::{acquire, check_base, participants, Order, Participant, QueueSpec};
 use crate::retry::deadline_after;
 
 /// Who holds the lock in this process, for re-entry.
@@ -113,7 +111,7 @@ impl FairLock {
                 base: check_base(path)?,
                 lock_name: MUTEX_LOCK_NAME,
                 intent: Intent::Write,
-                data: local_address(),
+                data: None,
             },
             None,
         ))
@@ -156,7 +154,7 @@ impl FairLock {
     /// ```
     pub fn with_owner_data(&self, data: impl Into<Bytes>) -> FairLock {
         let mut spec = self.inner.spec.clone();
-        spec.data = data.into();
+        spec.data = Some(data.into());
         self.rebuilt(spec, self.inner.kind)
     }
 
@@ -174,9 +172,11 @@ impl FairLock {
         }
     }
 
-    /// The owner data this lock's nodes carry.
-    pub fn owner_data(&self) -> &Bytes {
-        &self.inner.spec.data
+    /// The owner data this lock's nodes carry, if chosen with
+    /// [`with_owner_data`](Self::with_owner_data); `None`: Curator's default, the local
+    /// host's address (resolved once per process, off the runtime, at the first acquisition).
+    pub fn owner_data(&self) -> Option<&Bytes> {
+        self.inner.spec.data.as_ref()
     }
 
     /// Everyone queued on this lock, holder first, with their owner data: Curator's

@@ -16,6 +16,7 @@ use zk_client::{Client, CreateMode, Stat};
 
 use super::cleanup::{delete_guaranteed, detached, Orphan};
 use super::naming::{self, Intent, Position};
+use super::owner::local_address;
 use super::wait::{wait_for_node, Wake};
 use super::Protected;
 use crate::error::{Error, LossReason, Result};
@@ -30,8 +31,9 @@ pub(crate) struct QueueSpec {
     pub(crate) lock_name: &'static str,
     /// Read or write.
     pub(crate) intent: Intent,
-    /// The owner data each node carries (Curator's default: the local address).
-    pub(crate) data: Bytes,
+    /// The owner data each node carries; `None`: Curator's default, the local address
+    /// (resolved off the runtime at the first acquisition, see [`local_address`]).
+    pub(crate) data: Option<Bytes>,
 }
 
 /// A queue node that is ours and at the head (for its intent).
@@ -122,7 +124,11 @@ pub(crate) async fn create_node(
         // normally, which is what the lock did before CURATOR-621).
         None => (nodes.name(spec.lock_name), CreateMode::EphemeralSequential),
     };
-    nodes.create(client, &name, &spec.data, mode).await
+    let data = match &spec.data {
+        Some(data) => data.clone(),
+        None => local_address().await,
+    };
+    nodes.create(client, &name, &data, mode).await
 }
 
 /// Waits until no node that blocks `ours` is left and returns the client's connection epoch

@@ -28,7 +28,6 @@ pub(crate) use acquire::{acquire, create_node, QueueSpec};
 pub use cleanup::Released;
 pub(crate) use cleanup::{delete_guaranteed, detached, in_background, BoxTask, OnDrop, Orphan};
 pub(crate) use create::{check_base, ensure_containers, Protected};
-pub(crate) use owner::local_address;
 pub use participants::Participant;
 pub(crate) use participants::{list, participants, Order};
 pub(crate) use wait::wait_for_node;

@@ -2,21 +2,28 @@
 //! writes it so that Java tools (and Curator's `getParticipantNodes()`) show our holders.
 
 use std::net::{IpAddr, ToSocketAddrs};
-use std::sync::OnceLock;
 
 use bytes::Bytes;
+use tokio::sync::OnceCell;
 
 /// Curator's default node data: the local host's address as text, as Java's
 /// `InetAddress.getLocalHost().getHostAddress()` gives it (the host name resolved, IPv4
-/// preferred), or empty when the name does not resolve. Worked out once per process.
-pub(crate) fn local_address() -> Bytes {
-    static ADDRESS: OnceLock<Bytes> = OnceLock::new();
+/// preferred), or empty when the name does not resolve.
+///
+/// Worked out once per process, on tokio's blocking pool (the lookup may block on DNS), at
+/// the first acquisition that needs it: never on the caller's task, never in a constructor.
+pub(crate) async fn local_address() -> Bytes {
+    static ADDRESS: OnceCell<Bytes> = OnceCell::const_new();
     ADDRESS
-        .get_or_init(|| {
-            resolve_host_name()
-                .map(|ip| Bytes::from(ip.to_string()))
-                .unwrap_or_default()
+        .get_or_init(|| async {
+            let resolved = tokio::task::spawn_blocking(|| {
+                resolve_host_name()
+                    .map(|ip| Bytes::from(ip.to_string()))
+                    .unwrap_or_default()
+            });
+            resolved.await.unwrap_or_default()
         })
+        .await
         .clone()
 }
 

@@ -25,8 +25,8 @@ use crate::error::{Error, LossReason, Result};
 use crate::guard::{Hold, LockGuard};
 use crate::queue::naming::{Intent, MUTEX_LOCK_NAME};
 use crate::queue::{
-    acquire, check_base, create_node, detached, local_address, participants, Order, Orphan,
-    Participant, Protected, QueueSpec,
+    acquire, check_base, create_node, detached, participants, Order, Orphan, Participant,
+    Protected, QueueSpec,
 };
 use crate::retry::{deadline_after, until};
 use crate::state::LockState;
@@ -104,13 +104,13 @@ impl Semaphore {
             base: format!("{path}/{LOCK_PARENT}"),
             lock_name: MUTEX_LOCK_NAME,
             intent: Intent::Write,
-            data: local_address(),
+            data: None,
         };
         let leases = QueueSpec {
             base: format!("{path}/{LEASE_PARENT}"),
             lock_name: LEASE_NAME,
             intent: Intent::Write,
-            data: local_address(),
+            data: None,
         };
         Ok(Semaphore {
             client,
@@ -126,8 +126,8 @@ impl Semaphore {
     pub fn with_owner_data(&self, data: impl Into<Bytes>) -> Semaphore {
         let data = data.into();
         let mut this = self.clone();
-        this.mutex.data = data.clone();
-        this.leases.data = data;
+        this.mutex.data = Some(data.clone());
+        this.leases.data = Some(data);
         this
     }
 

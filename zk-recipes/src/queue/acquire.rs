@@ -14,11 +14,12 @@ use bytes::Bytes;
 use tokio::time::Instant;
 use zk_client::{Client, CreateMode, Stat};
 
-use super::cleanup::{delete_guaranteed, detached, Orphan};
+use super::cleanup::{detached, Orphan};
+use super::create::Protected;
+use super::delete::delete_guaranteed;
 use super::naming::{self, Intent, Position};
 use super::owner::local_address;
 use super::wait::{wait_for_node, Wake};
-use super::Protected;
 use crate::error::{Error, LossReason, Result};
 use crate::retry::{gave_up, retry_after, turns, until};
 

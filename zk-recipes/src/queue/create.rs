@@ -18,6 +18,7 @@ use tracing::debug;
 use uuid::Uuid;
 use zk_client::{Client, CreateMode, CreateOptions, Stat};
 
+use super::delete::{delete_guaranteed, Released};
 use super::naming;
 use crate::error::{Error, LossReason, Result};
 use crate::retry::{gave_up, retry_after, retrying, turns};
@@ -130,8 +131,8 @@ impl Protected {
     pub(crate) async fn delete_all(&self, client: &Client) -> Result<usize> {
         let mut removed = 0;
         for name in self.find_all(client).await? {
-            let deleted = super::delete_guaranteed(client, &self.path_of(&name), None).await?;
-            if deleted == super::Released::Deleted {
+            let deleted = delete_guaranteed(client, &self.path_of(&name), None).await?;
+            if deleted == Released::Deleted {
                 debug!(base = %self.base, %name, "removed our node");
                 removed += 1;
             }

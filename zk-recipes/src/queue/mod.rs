@@ -10,8 +10,12 @@
 //! - [`wait_for_node`]: waiting for the node ahead (one watch, no herd).
 //! - [`acquire`]: the fair queue's acquisition (create, then wait for the blocker).
 //! - [`participants`]: the queue's nodes with their owner data.
-//! - [`delete_guaranteed`], [`OnDrop`], [`Orphan`], [`detached`]: the guaranteed delete and
-//!   the cleanup of an attempt that was abandoned (error, timeout, future dropped).
+//! - [`delete_guaranteed`]: the guaranteed delete ([`Released`] says who removed the node).
+//! - [`OnDrop`], [`Orphan`], [`detached`]: the cleanup of an attempt that was abandoned
+//!   (error, timeout, future dropped).
+//!
+//! Inside: `naming`, `owner`, `wait` and `delete` at the bottom; `create` above `delete`;
+//! `cleanup` above `create`; `acquire` and `participants` on top.
 //!
 //! The recipes (`lock/`, `semaphore/`, `leader/`) import this module (and `retry`, `error`,
 //! the guard and its state), never each other's internals.
@@ -19,15 +23,17 @@
 mod acquire;
 mod cleanup;
 mod create;
+mod delete;
 pub(crate) mod naming;
 mod owner;
 mod participants;
 mod wait;
 
 pub(crate) use acquire::{acquire, create_node, QueueSpec};
-pub use cleanup::Released;
-pub(crate) use cleanup::{delete_guaranteed, detached, in_background, BoxTask, OnDrop, Orphan};
+pub(crate) use cleanup::{detached, in_background, BoxTask, OnDrop, Orphan};
 pub(crate) use create::{check_base, ensure_containers, Protected};
+pub(crate) use delete::delete_guaranteed;
+pub use delete::Released;
 pub use participants::Participant;
 pub(crate) use participants::{list, participants, Order};
 pub(crate) use wait::wait_for_node;

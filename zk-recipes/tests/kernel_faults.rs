@@ -299,3 +299,55 @@ async fn connection_loss_while_watching_the_node_ahead() {
 async fn lost_delete_reply_on_release() {
     every_recipe(false, &[plan(OpCode::Delete, 0, Fault::LoseReply)]).await;
 }
+
+/// A waiting acquisition whose session expires (the watch request on the node ahead is lost,
+/// and the reconnect finds the session expired): it fails with `LockLost(SessionEnded)` and
+/// nothing of ours is left (the server removed the ephemerals with the session).
+async fn expiry_while_waiting(recipe: Recipe) {
+    let plans = vec![plan(OpCode::GetData, 0, Fault::Expire)];
+    let what = format!("{recipe:?} through {plans:?}");
+    let ahead = Some(recipe.waits_in());
+    let (manager, tree, served) = manager_on(recipe.parents(), ahead, plans).await;
+    let client = manager.client();
+    let result = match recipe {
+        Recipe::Lock => FairLock::new(client, "/lock")
+            .unwrap()
+            .acquire_timeout(LIMIT)
+            .await
+            .map(drop),
+        Recipe::Semaphore => Semaphore::new(client, "/sem", 1)
+            .unwrap()
+            .acquire_timeout(LIMIT)
+            .await
+            .map(drop),
+        Recipe::Latch | Recipe::Selector => {
+            unreachable!("the election re-joins on the next session")
+        }
+    };
+    assert!(
+        matches!(
+            result,
+            Err(zk_recipes::Error::LockLost(
+                zk_recipes::LossReason::SessionEnded
+            ))
+        ),
+        "{what}: {result:?}"
+    );
+    within("server", served).await.unwrap();
+    let tree = tree.lock().unwrap();
+    assert_eq!(tree.faults, 1, "{what}: the planned expiry happened");
+    for parent in recipe.parents() {
+        assert!(
+            tree.ours(parent).is_empty(),
+            "{what}: nothing of ours under {parent}"
+        );
+    }
+    drop(tree);
+    let _ = within("manager close", manager.close()).await;
+}
+
+#[tokio::test]
+async fn session_expiry_while_waiting_ends_the_acquisition_with_nothing_left() {
+    expiry_while_waiting(Recipe::Lock).await;
+    expiry_while_waiting(Recipe::Semaphore).await;
+}

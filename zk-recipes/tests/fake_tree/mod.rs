@@ -34,6 +34,9 @@ pub(crate) enum Fault {
     LoseRequest,
     /// Someone else deletes the request's node just before the server answers it.
     DeleteFirst,
+    /// The request is lost with the connection, and the session expires before the client
+    /// reconnects (its ephemeral nodes go; the reconnect is told the session expired).
+    Expire,
 }
 
 /// The `nth` (from 0) request with op code `op` meets `fault`.
@@ -358,6 +361,7 @@ pub(crate) async fn serve(
     tree: Arc<Mutex<Tree>>,
     plans: Vec<Plan>,
 ) {
+    let mut expired = false;
     loop {
         let mut lost = false;
         while let Some(req) = conn.read_non_ping().await {
@@ -376,6 +380,12 @@ pub(crate) async fn serve(
                 let mut tree = tree.lock().unwrap();
                 match fault {
                     Some(Fault::LoseRequest) => {
+                        lost = true;
+                        break;
+                    }
+                    Some(Fault::Expire) => {
+                        end_session(&mut tree);
+                        expired = true;
                         lost = true;
                         break;
                     }
@@ -406,6 +416,12 @@ pub(crate) async fn serve(
         conn = server.accept().await;
         let resume = within("reconnect", conn.read_connect()).await;
         assert_eq!(resume.session_id, SESSION, "the session is resumed");
+        if expired {
+            // A zero timeout: the session is gone (as a real server answers).
+            conn.send_connect(0, 0, false).await;
+            tree.lock().unwrap().reconnects += 1;
+            return;
+        }
         conn.send_connect(SESSION, TIMEOUT_MS, false).await;
         tree.lock().unwrap().reconnects += 1;
     }

@@ -334,15 +334,16 @@ async fn expiry_while_waiting(recipe: Recipe) {
         "{what}: {result:?}"
     );
     within("server", served).await.unwrap();
-    let tree = tree.lock().unwrap();
-    assert_eq!(tree.faults, 1, "{what}: the planned expiry happened");
-    for parent in recipe.parents() {
-        assert!(
-            tree.ours(parent).is_empty(),
-            "{what}: nothing of ours under {parent}"
-        );
+    {
+        let tree = tree.lock().unwrap();
+        assert_eq!(tree.faults, 1, "{what}: the planned expiry happened");
+        for parent in recipe.parents() {
+            assert!(
+                tree.ours(parent).is_empty(),
+                "{what}: nothing of ours under {parent}"
+            );
+        }
     }
-    drop(tree);
     let _ = within("manager close", manager.close()).await;
 }
 

@@ -53,7 +53,7 @@ pub(crate) async fn leader_failover(t: &Target) -> Result<()> {
     let proxy = Proxy::start(first_host(t).await?).await;
     let ma = manager(&format!("{}{}", proxy.connect_string(), t.root)).await?;
     let a = latch(&ma, "service-a")?;
-    let first = within("lead", a.await_leadership(None)).await?;
+    let first = within("lead", a.await_leadership()).await?;
     let (mb, mc) = (
         manager(&t.connect_string()).await?,
         manager(&t.connect_string()).await?,
@@ -78,7 +78,7 @@ pub(crate) async fn leader_failover(t: &Target) -> Result<()> {
     println!(
         "   service-a: connection lost, it steps down at once (before its session can expire)"
     );
-    let next = within("failover", b.await_leadership(None)).await?;
+    let next = within("failover", b.await_leadership()).await?;
     println!(
         "   service-a's session expired; service-b leads (fencing token {} > {})",
         next.fencing_token, first.fencing_token

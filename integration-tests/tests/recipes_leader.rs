@@ -129,7 +129,7 @@ async fn standard_policy_steps_down_on_a_short_disconnect_session_policy_does_no
         let m = manager(&format!("{}{root}", proxy.connect_string())).await;
         let log = TermLog::default();
         let latch = join(&log, &m, path, "x", policy);
-        let first = within("lead", latch.await_leadership(None)).await.unwrap();
+        let first = within("lead", latch.await_leadership()).await.unwrap();
         let mut states = m.client().state_watcher();
         proxy.cut(Cut::Reset);
         within(
@@ -142,7 +142,7 @@ async fn standard_policy_steps_down_on_a_short_disconnect_session_policy_does_no
             states.wait_for(|s| s == SessionState::Connected),
         )
         .await;
-        let again = within("lead again", latch.await_leadership(None))
+        let again = within("lead again", latch.await_leadership())
             .await
             .unwrap();
         // Same node, same token either way: nobody else could lead while it was first.
@@ -222,7 +222,7 @@ async fn a_lost_create_reply_is_found_again_by_its_guid_and_leaves_no_ghost() {
         proxy.wait_create_reply_dropped(LIMIT).await,
         "the proxy never dropped the create reply"
     );
-    let term = within("lead", latch.await_leadership(None)).await.unwrap();
+    let term = within("lead", latch.await_leadership()).await.unwrap();
     assert_eq!(m.client().session_id(), session, "the same session");
     let nodes = wait_nodes(&admin, PATH, 1).await;
     assert_eq!(

@@ -67,6 +67,15 @@
 //! Nothing done under a lock is ever re-sent on a new session: the client does not retry
 //! after a connection loss and never opens a new session by itself.
 //!
+//! # Timeouts
+//!
+//! One convention: every wait comes as `x()` (no limit) and `x_timeout(Duration)`
+//! ([`Error::Timeout`] when it passes, nothing of ours left behind): `acquire` /
+//! `acquire_timeout`, [`Semaphore::acquire_many`] / [`Semaphore::acquire_many_timeout`],
+//! [`LeaderLatch::await_leadership`] / [`LeaderLatch::await_leadership_timeout`]. Deadlines
+//! (`Option<Instant>`) appear only in [`Lock::acquire_until`], to compose locks
+//! ([`MultiLock`]). A retry loop that runs out ends with [`Error::GaveUp`], never `Timeout`.
+//!
 //! # When requests are sent, and cancellation
 //!
 //! The recipes' calls are `async fn`s: unlike [`zk_client::Client`]'s operations, which queue

@@ -133,7 +133,7 @@ async fn one_node_then_none(recipe: Recipe, ahead: bool, plans: Vec<Plan>) {
         Recipe::Latch => {
             let latch = LeaderLatch::start(&manager, "/election", "me", LeadershipPolicy::Standard)
                 .unwrap();
-            let led = latch.await_leadership(Some(LIMIT)).await;
+            let led = latch.await_leadership_timeout(LIMIT).await;
             assert_eq!(
                 ours().len(),
                 1,

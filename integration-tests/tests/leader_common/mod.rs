@@ -133,7 +133,7 @@ pub fn join(
 /// Waits until `latch` leads.
 pub async fn leads(latch: &LeaderLatch) {
     latch
-        .await_leadership(Some(LIMIT))
+        .await_leadership_timeout(LIMIT)
         .await
         .unwrap_or_else(|e| panic!("{} never led: {e}", latch.id()));
 }

@@ -13,7 +13,7 @@ use super::election::{elect, Ctx, Ended, LATCH_NAME};
 use super::{Leadership, LeadershipPolicy, Term};
 use crate::error::{Error, Result};
 use crate::queue::{check_base, participants, Order, Participant};
-use crate::retry::turns;
+use crate::retry::{deadline_after, turns, until};
 
 /// Pause before retrying the election after an unexpected server error.
 const RETRY_PAUSE: Duration = Duration::from_millis(500);
@@ -43,7 +43,7 @@ const RETRY_PAUSE: Duration = Duration::from_millis(500);
 ///
 /// let manager = SessionManager::connect(Client::builder("127.0.0.1:2181")).await?;
 /// let latch = LeaderLatch::start(&manager, "/election/reports", "worker-1", LeadershipPolicy::Standard)?;
-/// let term = latch.await_leadership(Some(Duration::from_secs(30))).await?;
+/// let term = latch.await_leadership_timeout(Duration::from_secs(30)).await?;
 /// println!("leading, fencing token {}", term.fencing_token);
 /// let mut changes = latch.watch();
 /// changes.wait_for(|s| !s.is_leader()).await;
@@ -159,27 +159,33 @@ impl LeaderLatch {
     ///
     /// # Errors
     ///
-    /// [`Error::Timeout`] when `timeout` passes first; [`Error::Client`]`(Closed)` when the
-    /// latch is (or gets) closed or its session manager ended.
+    /// [`Error::Client`]`(Closed)` when the latch is (or gets) closed or its session manager
+    /// ended.
     ///
     /// # Cancel safety
     ///
     /// Cancel safe: it only observes.
-    pub async fn await_leadership(&self, timeout: Option<Duration>) -> Result<Term> {
+    pub async fn await_leadership(&self) -> Result<Term> {
         let mut rx = self.inner.state.subscribe();
-        let wait = async move {
-            // `Closed` is final, so this ends with it at the latest.
-            match rx.wait_for(|s| s.is_leader()).await {
-                Leadership::Leader(term) => Ok(term),
-                _ => Err(Error::Client(zk_client::Error::Closed)),
-            }
-        };
-        match timeout {
-            None => wait.await,
-            Some(t) => tokio::time::timeout(t, wait)
-                .await
-                .unwrap_or(Err(Error::Timeout)),
+        // `Closed` is final, so this ends with it at the latest.
+        match rx.wait_for(|s| s.is_leader()).await {
+            Leadership::Leader(term) => Ok(term),
+            _ => Err(Error::Client(zk_client::Error::Closed)),
         }
+    }
+
+    /// Waits at most `timeout` until we lead and returns the term.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Timeout`] when `timeout` passes first; otherwise as
+    /// [`await_leadership`](Self::await_leadership).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only observes.
+    pub async fn await_leadership_timeout(&self, timeout: Duration) -> Result<Term> {
+        until(deadline_after(Some(timeout)), self.await_leadership()).await
     }
 
     /// Every participant in election order, ids read from the nodes (Curator's

@@ -261,7 +261,7 @@ where
     let outcome = async {
         let latch_term = tokio::select! {
             _ = stop.cancelled() => return Ok::<bool, Error>(false),
-            term = latch.await_leadership(None) => term?,
+            term = latch.await_leadership() => term?,
         };
         let latch_number = latch_term.number;
         let term = Term {

@@ -170,24 +170,41 @@ impl Semaphore {
         self.acquire_one(deadline_after(Some(timeout))).await
     }
 
-    /// Waits for `n` leases, taken one after the other, all within `timeout` (none: no
-    /// limit). All or nothing: when one cannot be had, those already taken are released.
+    /// Waits for `n` leases, taken one after the other. All or nothing: when one cannot be
+    /// had, those already taken are released.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] when `n` is 0 or more than [`max_leases`](Self::max_leases);
-    /// otherwise as [`acquire_timeout`](Self::acquire_timeout).
+    /// otherwise as [`acquire`](Self::acquire).
     ///
     /// # Cancel safety
     ///
     /// Cancel safe: see the type's docs.
-    pub async fn acquire_many(&self, n: usize, timeout: Option<Duration>) -> Result<Vec<Lease>> {
+    pub async fn acquire_many(&self, n: usize) -> Result<Vec<Lease>> {
+        self.acquire_many_by(n, None).await
+    }
+
+    /// Waits at most `timeout` for `n` leases, taken one after the other, all within
+    /// `timeout`. All or nothing, as [`acquire_many`](Self::acquire_many).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Timeout`]; otherwise as [`acquire_many`](Self::acquire_many).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: see the type's docs.
+    pub async fn acquire_many_timeout(&self, n: usize, timeout: Duration) -> Result<Vec<Lease>> {
+        self.acquire_many_by(n, deadline_after(Some(timeout))).await
+    }
+
+    async fn acquire_many_by(&self, n: usize, deadline: Option<Instant>) -> Result<Vec<Lease>> {
         if n == 0 || n > self.max_leases {
             return Err(Error::InvalidArgument(
                 "the number of leases must be between 1 and the semaphore's max_leases",
             ));
         }
-        let deadline = deadline_after(timeout);
         let mut taken = Vec::with_capacity(n);
         for _ in 0..n {
             match self.acquire_one(deadline).await {

@@ -277,7 +277,7 @@ async fn hold(
             )
             .await;
             shared.count(match outcome {
-                Ok(s) if s == LockState::Held => "suspension waited out: held again",
+                Ok(LockState::Held) => "suspension waited out: held again",
                 Ok(_) => "suspension waited out: lost",
                 Err(_) => "suspension waited out: still suspended",
             });

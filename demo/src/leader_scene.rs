@@ -17,14 +17,12 @@ const PATH: &str = "/leader";
 
 async fn manager(connect: &str) -> Result<SessionManager> {
     let builder = Client::builder(connect).session_timeout(Duration::from_secs(2));
-    SessionManager::with_backoff(
-        builder,
-        Duration::from_millis(50),
-        Duration::from_secs(1),
-        100,
-    )
-    .await
-    .map_err(|e| fail("connect", e))
+    SessionManager::builder(builder)
+        .renew_backoff(Duration::from_millis(50), Duration::from_secs(1))
+        .renew_attempts(100)
+        .connect()
+        .await
+        .map_err(|e| fail("connect", e))
 }
 
 fn latch(m: &SessionManager, id: &str) -> Result<LeaderLatch> {
@@ -36,7 +34,7 @@ async fn ids(l: &LeaderLatch) -> Result<Vec<String>> {
         .participants()
         .await
         .map_err(|e| fail("participants", e))?;
-    Ok(participants.into_iter().map(|p| p.id).collect())
+    Ok(participants.into_iter().map(|p| p.id()).collect())
 }
 
 /// `fut` within [`LIMIT`], its error (or the timeout) named `what`.
@@ -55,7 +53,7 @@ pub(crate) async fn leader_failover(t: &Target) -> Result<()> {
     let proxy = Proxy::start(first_host(t).await?).await;
     let ma = manager(&format!("{}{}", proxy.connect_string(), t.root)).await?;
     let a = latch(&ma, "service-a")?;
-    let first = within("lead", a.await_leadership(None)).await?;
+    let first = within("lead", a.await_leadership()).await?;
     let (mb, mc) = (
         manager(&t.connect_string()).await?,
         manager(&t.connect_string()).await?,
@@ -73,11 +71,14 @@ pub(crate) async fn leader_failover(t: &Target) -> Result<()> {
     let mut sessions = ma.subscribe();
     proxy.set_mode(Mode::Blackhole);
     println!("   network partition between service-a and ZooKeeper");
-    within("step down", a.watch().wait_for(|s| !s.is_leader())).await?;
+    within("step down", async {
+        Ok::<_, zk_recipes::Error>(a.watch().wait_for(|s| !s.is_leader()).await)
+    })
+    .await?;
     println!(
         "   service-a: connection lost, it steps down at once (before its session can expire)"
     );
-    let next = within("failover", b.await_leadership(None)).await?;
+    let next = within("failover", b.await_leadership()).await?;
     println!(
         "   service-a's session expired; service-b leads (fencing token {} > {})",
         next.fencing_token, first.fencing_token

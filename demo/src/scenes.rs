@@ -221,9 +221,8 @@ async fn expiry(t: &Target) -> Result<()> {
     proxy.set_mode(Mode::Blackhole);
     println!("   network partition between the holder and ZooKeeper");
     let mut states = guard.state_watcher();
-    timeout(LIMIT, states.wait_for(|s| *s == LockState::Suspended))
+    timeout(LIMIT, states.wait_for(|s| s == LockState::Suspended))
         .await
-        .map_err(|e| fail("suspend", e))?
         .map_err(|e| fail("suspend", e))?;
     println!(
         "   holder: lock SUSPENDED (connection lost): it pauses work, it may not own the lock"

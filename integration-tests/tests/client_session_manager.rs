@@ -92,14 +92,12 @@ async fn renewal_retries_with_backoff_until_a_server_accepts_a_new_session() {
     let builder = Client::builder(&format!("{}{root}", proxy.connect_string()))
         .session_timeout(leader_common::SESSION)
         .establish_timeout(Duration::from_millis(300));
-    let m = SessionManager::with_backoff(
-        builder,
-        Duration::from_millis(50),
-        Duration::from_millis(400),
-        100,
-    )
-    .await
-    .unwrap();
+    let m = SessionManager::builder(builder)
+        .renew_backoff(Duration::from_millis(50), Duration::from_millis(400))
+        .renew_attempts(100)
+        .connect()
+        .await
+        .unwrap();
     let mut clients = m.subscribe();
     let old = m.client();
     let mut states = old.state_watcher();

@@ -182,12 +182,12 @@ async fn client_and_lock_metrics_move() {
             .unwrap(),
     );
     let a = LeaderLatch::start(&ma, "/election", "a", LeadershipPolicy::Standard).unwrap();
-    a.await_leadership(Some(Duration::from_secs(20)))
+    a.await_leadership_timeout(Duration::from_secs(20))
         .await
         .unwrap();
     let b = LeaderLatch::start(&mb, "/election", "b", LeadershipPolicy::Standard).unwrap();
     a.close().await.unwrap();
-    b.await_leadership(Some(Duration::from_secs(20)))
+    b.await_leadership_timeout(Duration::from_secs(20))
         .await
         .unwrap();
     let m = read(&snapshotter);

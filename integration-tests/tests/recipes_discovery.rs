@@ -28,14 +28,12 @@ const SESSION: Duration = Duration::from_secs(4);
 
 async fn manager(hosts: &str) -> SessionManager {
     let builder = Client::builder(hosts).session_timeout(SESSION);
-    SessionManager::with_backoff(
-        builder,
-        Duration::from_millis(50),
-        Duration::from_secs(1),
-        200,
-    )
-    .await
-    .expect("connect")
+    SessionManager::builder(builder)
+        .renew_backoff(Duration::from_millis(50), Duration::from_secs(1))
+        .renew_attempts(200)
+        .connect()
+        .await
+        .expect("connect")
 }
 
 fn web_instance(id: &str) -> ServiceInstance {

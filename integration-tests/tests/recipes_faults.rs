@@ -259,9 +259,12 @@ async fn lock_survives_failover_of_the_holders_server() {
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let log = seen.clone();
     let recorder = tokio::spawn(async move {
-        while lock_states.changed().await.is_ok() {
-            let s = *lock_states.borrow_and_update();
+        loop {
+            let s = lock_states.changed().await;
             log.lock().unwrap().push(s);
+            if matches!(s, LockState::Lost(_)) {
+                break;
+            }
         }
     });
     let mut client_states = holder.state_watcher();

@@ -19,14 +19,12 @@ const GROUP: &str = "/groups/g";
 
 async fn manager(hosts: &str) -> SessionManager {
     let builder = Client::builder(hosts).session_timeout(Duration::from_secs(4));
-    SessionManager::with_backoff(
-        builder,
-        Duration::from_millis(50),
-        Duration::from_secs(1),
-        200,
-    )
-    .await
-    .expect("connect")
+    SessionManager::builder(builder)
+        .renew_backoff(Duration::from_millis(50), Duration::from_secs(1))
+        .renew_attempts(200)
+        .connect()
+        .await
+        .expect("connect")
 }
 
 fn text(members: &BTreeMap<String, Bytes>) -> String {
@@ -65,12 +63,16 @@ async fn rust_and_curator_members_list_each_other_with_payloads() {
     let admin = common::connect(&hosts).await;
 
     let m1 = manager(&hosts).await;
-    let rust1 = GroupMember::start(&m1, GROUP, "rust-1", Some(b"r1")).unwrap();
+    let rust1 = GroupMember::start(&m1, GROUP, "rust-1", Some(b"r1"))
+        .await
+        .unwrap();
     assert_eq!(rust1.joined(WAIT).await.unwrap(), format!("{GROUP}/rust-1"));
     let mut java =
         JavaPeer::start("CuratorGroup.java", &[&hosts, GROUP, "java-1", "j1"], false).await;
     let m2 = manager(&hosts).await;
-    let rust2 = GroupMember::start(&m2, GROUP, "rust-2", Some(b"r2")).unwrap();
+    let rust2 = GroupMember::start(&m2, GROUP, "rust-2", Some(b"r2"))
+        .await
+        .unwrap();
     rust2.joined(WAIT).await.unwrap();
 
     let all = "java-1=j1,rust-1=r1,rust-2=r2";
@@ -139,7 +141,7 @@ async fn rust_and_curator_members_list_each_other_with_payloads() {
 async fn the_default_payload_is_curators_local_address_text() {
     let hosts = common::shared_root("group_default").await;
     let m = manager(&hosts).await;
-    let member = GroupMember::start(&m, GROUP, "me", None).unwrap();
+    let member = GroupMember::start(&m, GROUP, "me", None).await.unwrap();
     member.joined(WAIT).await.unwrap();
     let payload = member.current_members().remove("me").unwrap();
     let text = std::str::from_utf8(&payload).expect("text");
@@ -147,7 +149,7 @@ async fn the_default_payload_is_curators_local_address_text() {
         text.is_empty() || text.parse::<std::net::IpAddr>().is_ok(),
         "{text}"
     );
-    assert!(GroupMember::start(&m, GROUP, "a/b", None).is_err());
+    assert!(GroupMember::start(&m, GROUP, "a/b", None).await.is_err());
     member.close().await.unwrap();
     m.close().await.unwrap();
 }

@@ -37,11 +37,11 @@ async fn leadership_moves_in_queue_order_on_close_and_never_overlaps() {
     leads(a).await;
     let ids: Vec<_> = a.participants().await.unwrap();
     assert_eq!(
-        ids.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(),
+        ids.iter().map(|p| p.id()).collect::<Vec<_>>(),
         ["a", "b", "c", "d"]
     );
-    assert!(ids[0].is_leader && !ids[1].is_leader);
-    assert_eq!(c.leader().await.unwrap().unwrap().id, "a");
+    assert!(ids[0].is_first && !ids[1].is_first);
+    assert_eq!(c.leader().await.unwrap().unwrap().id(), "a");
     assert_eq!(leaders(&[a, b, c, d]), 1);
 
     // A follower in the middle leaves: its successor watches the next one ahead, and
@@ -54,7 +54,7 @@ async fn leadership_moves_in_queue_order_on_close_and_never_overlaps() {
     a.close().await.unwrap();
     assert_eq!(a.leadership(), Leadership::Closed);
     leads(c).await;
-    assert_eq!(d.leader().await.unwrap().unwrap().id, "c");
+    assert_eq!(d.leader().await.unwrap().unwrap().id(), "c");
     c.close().await.unwrap();
     leads(d).await;
     assert_eq!(leaders(&[a, b, c, d]), 1);
@@ -100,10 +100,7 @@ async fn leader_expiry_moves_leadership_and_the_old_leader_rejoins_on_a_new_sess
     let nodes = wait_nodes(&admin, PATH, 2).await;
     let participants = b.participants().await.unwrap();
     assert_eq!(
-        participants
-            .iter()
-            .map(|p| p.id.as_str())
-            .collect::<Vec<_>>(),
+        participants.iter().map(|p| p.id()).collect::<Vec<_>>(),
         ["b", "a"],
         "{nodes:?}"
     );
@@ -132,7 +129,7 @@ async fn standard_policy_steps_down_on_a_short_disconnect_session_policy_does_no
         let m = manager(&format!("{}{root}", proxy.connect_string())).await;
         let log = TermLog::default();
         let latch = join(&log, &m, path, "x", policy);
-        let first = within("lead", latch.await_leadership(None)).await.unwrap();
+        let first = within("lead", latch.await_leadership()).await.unwrap();
         let mut states = m.client().state_watcher();
         proxy.cut(Cut::Reset);
         within(
@@ -145,7 +142,7 @@ async fn standard_policy_steps_down_on_a_short_disconnect_session_policy_does_no
             states.wait_for(|s| s == SessionState::Connected),
         )
         .await;
-        let again = within("lead again", latch.await_leadership(None))
+        let again = within("lead again", latch.await_leadership())
             .await
             .unwrap();
         // Same node, same token either way: nobody else could lead while it was first.
@@ -225,7 +222,7 @@ async fn a_lost_create_reply_is_found_again_by_its_guid_and_leaves_no_ghost() {
         proxy.wait_create_reply_dropped(LIMIT).await,
         "the proxy never dropped the create reply"
     );
-    let term = within("lead", latch.await_leadership(None)).await.unwrap();
+    let term = within("lead", latch.await_leadership()).await.unwrap();
     assert_eq!(m.client().session_id(), session, "the same session");
     let nodes = wait_nodes(&admin, PATH, 1).await;
     assert_eq!(
@@ -233,7 +230,7 @@ async fn a_lost_create_reply_is_found_again_by_its_guid_and_leaves_no_ghost() {
         format!("{PATH}/{}", nodes[0]),
         "our one node, no ghost"
     );
-    assert_eq!(latch.leader().await.unwrap().unwrap().id, "survivor");
+    assert_eq!(latch.leader().await.unwrap().unwrap().id(), "survivor");
     latch.close().await.unwrap();
     wait_nodes(&admin, PATH, 0).await;
 }

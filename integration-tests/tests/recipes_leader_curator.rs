@@ -118,7 +118,7 @@ async fn rust_and_curator_latches_elect_one_leader_and_curator_names_ours() {
     rust1.close().await.unwrap();
     assert_eq!(java.ask("await 30000").await, "AWAIT true");
     assert!(!rust2.is_leader());
-    assert_eq!(rust2.leader().await.unwrap().unwrap().id, "java-1");
+    assert_eq!(rust2.leader().await.unwrap().unwrap().id(), "java-1");
     assert_eq!(java.leader_id().await, "java-1");
 
     // Curator leaves: the Rust participant behind it leads, and Curator saw it as leader.
@@ -155,13 +155,10 @@ async fn rust_and_curator_selectors_take_turns_and_curator_lists_ours() {
     for id in ["rust-1", "rust-2"] {
         let m = manager(&hosts).await;
         let (violations, rust_rounds) = (violations.clone(), rust_rounds.clone());
-        let s = LeaderSelector::start(
-            &m,
-            path,
-            id,
-            LeadershipPolicy::Standard,
-            true,
-            move |client, _term| {
+        let s = LeaderSelector::builder(&m, path, id)
+            .policy(LeadershipPolicy::Standard)
+            .auto_requeue(true)
+            .start(move |client, _term| {
                 let (violations, rust_rounds) = (violations.clone(), rust_rounds.clone());
                 async move {
                     // The same critical section as the Java side.
@@ -182,9 +179,8 @@ async fn rust_and_curator_selectors_take_turns_and_curator_lists_ours() {
                     }
                     rust_rounds.fetch_add(1, Ordering::SeqCst);
                 }
-            },
-        )
-        .unwrap();
+            })
+            .unwrap();
         selectors.push((s, m));
     }
     let source = format!("{}/java/CuratorSelector.java", env!("CARGO_MANIFEST_DIR"));

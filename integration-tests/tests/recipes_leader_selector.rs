@@ -53,21 +53,17 @@ async fn works_take_turns_and_requeue_without_overlap() {
     for who in ["a", "b", "c"] {
         let m = manager(&hosts).await;
         let log = log.clone();
-        let s = LeaderSelector::start(
-            &m,
-            "/election/selector",
-            who,
-            LeadershipPolicy::Standard,
-            true,
-            move |_client, term| {
+        let s = LeaderSelector::builder(&m, "/election/selector", who)
+            .policy(LeadershipPolicy::Standard)
+            .auto_requeue(true)
+            .start(move |_client, term| {
                 let interval = begin(&log, who, term.fencing_token);
                 async move {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     drop(interval);
                 }
-            },
-        )
-        .unwrap();
+            })
+            .unwrap();
         selectors.push(s);
     }
     let end = Instant::now() + LIMIT;
@@ -99,41 +95,31 @@ async fn work_is_dropped_when_leadership_is_lost_and_without_requeue_the_selecto
     let path = "/election/loss";
     let ma = manager(&format!("{}{root}", proxy.connect_string())).await;
     let la = log.clone();
-    let a = LeaderSelector::start(
-        &ma,
-        path,
-        "a",
-        LeadershipPolicy::Standard,
-        false,
-        move |_, t| {
+    let a = LeaderSelector::builder(&ma, path, "a")
+        .policy(LeadershipPolicy::Standard)
+        .auto_requeue(false)
+        .start(move |_, t| {
             let interval = begin(&la, "a", t.fencing_token);
             async move {
                 std::future::pending::<()>().await;
                 drop(interval);
             }
-        },
-    )
-    .unwrap();
-    within("a leads", a.watch().wait_for(|s| s.is_leader()))
-        .await
+        })
         .unwrap();
+    within("a leads", a.watch().wait_for(|s| s.is_leader())).await;
     let mb = manager(&hosts).await;
     let lb = log.clone();
-    let b = LeaderSelector::start(
-        &mb,
-        path,
-        "b",
-        LeadershipPolicy::Standard,
-        false,
-        move |_, t| {
+    let b = LeaderSelector::builder(&mb, path, "b")
+        .policy(LeadershipPolicy::Standard)
+        .auto_requeue(false)
+        .start(move |_, t| {
             let interval = begin(&lb, "b", t.fencing_token);
             async move {
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 drop(interval);
             }
-        },
-    )
-    .unwrap();
+        })
+        .unwrap();
     proxy.set_mode(Mode::Blackhole);
     // a's work is dropped when its connection is lost; b leads once a's session expired,
     // runs its work, and (no re-queue) stops.

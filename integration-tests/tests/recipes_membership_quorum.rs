@@ -27,15 +27,15 @@ async fn members_rejoin_on_new_sessions_once_the_quorum_is_back() {
         let builder = Client::builder(&hosts)
             .session_timeout(SESSION)
             .establish_timeout(Duration::from_secs(60));
-        let manager = SessionManager::with_backoff(
-            builder,
-            Duration::from_millis(50),
-            Duration::from_millis(500),
-            10_000,
-        )
-        .await
-        .unwrap();
-        let member = GroupMember::start(&manager, GROUP, &format!("m-{i}"), Some(b"p")).unwrap();
+        let manager = SessionManager::builder(builder)
+            .renew_backoff(Duration::from_millis(50), Duration::from_millis(500))
+            .renew_attempts(10_000)
+            .connect()
+            .await
+            .unwrap();
+        let member = GroupMember::start(&manager, GROUP, &format!("m-{i}"), Some(b"p"))
+            .await
+            .unwrap();
         member.joined(Duration::from_secs(30)).await.unwrap();
         members.push((manager, member));
     }

@@ -71,14 +71,12 @@ async fn registrations_survive_expiries_deletions_and_partitions_without_duplica
         let proxy = Proxy::start(server.addr()).await;
         let builder =
             Client::builder(&format!("{}{root}", proxy.connect_string())).session_timeout(SESSION);
-        let manager = SessionManager::with_backoff(
-            builder,
-            Duration::from_millis(50),
-            Duration::from_millis(500),
-            10_000,
-        )
-        .await
-        .unwrap();
+        let manager = SessionManager::builder(builder)
+            .renew_backoff(Duration::from_millis(50), Duration::from_millis(500))
+            .renew_attempts(10_000)
+            .connect()
+            .await
+            .unwrap();
         let discovery = ServiceDiscovery::new(&manager, "/services").unwrap();
         let mut instance = ServiceInstance::new("web", "10.0.0.1", 8000 + i as i32);
         instance.id = format!("m-{i}");
@@ -86,7 +84,9 @@ async fn registrations_survive_expiries_deletions_and_partitions_without_duplica
             instance.service_type = ServiceType::DynamicSequential;
         }
         discovery.register(&instance).await.unwrap();
-        let member = GroupMember::start(&manager, GROUP, &format!("m-{i}"), Some(b"p")).unwrap();
+        let member = GroupMember::start(&manager, GROUP, &format!("m-{i}"), Some(b"p"))
+            .await
+            .unwrap();
         members.push(Member {
             proxy,
             manager,

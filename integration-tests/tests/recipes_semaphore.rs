@@ -116,7 +116,7 @@ async fn a_freed_lease_wakes_exactly_one_waiter() {
     const MAX: usize = 2;
     const WAITERS: usize = 5;
     let holders = Semaphore::new(connect(&hosts).await, "/sema", MAX).unwrap();
-    let mut held = holders.acquire_many(MAX, Some(LIMIT)).await.unwrap();
+    let mut held = holders.acquire_many_timeout(MAX, LIMIT).await.unwrap();
     let (tx, mut acquired) = mpsc::unbounded_channel();
     for i in 0..WAITERS {
         let sem = Semaphore::new(connect(&hosts).await, "/sema", MAX).unwrap();
@@ -249,17 +249,17 @@ async fn acquire_many_is_all_or_nothing() {
     let admin = connect(&hosts).await;
     let a = Semaphore::new(connect(&hosts).await, "/sema", 3).unwrap();
     let b = Semaphore::new(connect(&hosts).await, "/sema", 3).unwrap();
-    let mut held = a.acquire_many(2, Some(LIMIT)).await.unwrap();
+    let mut held = a.acquire_many_timeout(2, LIMIT).await.unwrap();
     assert!(matches!(
-        b.acquire_many(4, None).await,
+        b.acquire_many(4).await,
         Err(Error::InvalidArgument(_))
     ));
     // One lease is free, two are asked: the one taken is given back.
-    let r = b.acquire_many(2, Some(Duration::from_millis(500))).await;
+    let r = b.acquire_many_timeout(2, Duration::from_millis(500)).await;
     assert!(matches!(r, Err(Error::Timeout)), "{r:?}");
     wait_nodes(&admin, 2, 0).await;
     held.pop().unwrap().release().await.unwrap();
-    let two = b.acquire_many(2, Some(LIMIT)).await.unwrap();
+    let two = b.acquire_many_timeout(2, LIMIT).await.unwrap();
     assert_eq!(children(&admin, "/sema/leases").await.len(), 3);
     for l in two.into_iter().chain(held) {
         l.release().await.unwrap();

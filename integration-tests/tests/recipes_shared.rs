@@ -351,14 +351,12 @@ async fn a_managed_shared_count_goes_on_after_an_expiry() {
     let hosts = server.hosts(&root);
     let admin = common::connect(&hosts).await;
     let builder = Client::builder(&hosts).session_timeout(Duration::from_secs(4));
-    let m = SessionManager::with_backoff(
-        builder,
-        Duration::from_millis(50),
-        Duration::from_secs(1),
-        200,
-    )
-    .await
-    .unwrap();
+    let m = SessionManager::builder(builder)
+        .renew_backoff(Duration::from_millis(50), Duration::from_secs(1))
+        .renew_attempts(200)
+        .connect()
+        .await
+        .unwrap();
     let count = SharedCount::start_managed(&m, "/m/count", 1).await.unwrap();
     let mut changes = count.changes();
 

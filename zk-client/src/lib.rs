@@ -224,11 +224,11 @@ pub use client::{Client, CreateOptions, Op, OpResult, ReadOp, ReadResult, Transa
 pub use error::{Error, Result};
 pub use event::{AddWatchMode, EventType, WatchedEvent, WatcherType};
 pub use managed::{
-    ClientWatcher, Generation, SessionManager, DEFAULT_RENEW_ATTEMPTS, DEFAULT_RENEW_BACKOFF,
-    DEFAULT_RENEW_BACKOFF_MAX,
+    ClientWatcher, Generation, SessionManager, SessionManagerBuilder, DEFAULT_RENEW_ATTEMPTS,
+    DEFAULT_RENEW_BACKOFF, DEFAULT_RENEW_BACKOFF_MAX,
 };
 pub use state::SessionState;
-pub use state_watcher::StateWatcher;
+pub use state_watcher::{Observable, Publisher, StateWatcher, Transitions, HISTORY};
 #[cfg(feature = "tls")]
 pub use tls::TlsOptions;
 pub use watcher::{PersistentWatcher, Watcher};

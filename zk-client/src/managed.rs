@@ -66,7 +66,7 @@ struct Published {
 /// [`DEFAULT_RENEW_BACKOFF`], doubling the pause (with up to 50 % jitter) after each failed
 /// attempt up to [`DEFAULT_RENEW_BACKOFF_MAX`], and gives up after
 /// [`DEFAULT_RENEW_ATTEMPTS`] consecutive failures (about 80 minutes), ending with the last
-/// error. [`SessionManager::with_backoff`] changes these.
+/// error. [`SessionManager::builder`] changes these.
 ///
 /// ```no_run
 /// # async fn f() -> zk_client::Result<()> {
@@ -101,54 +101,62 @@ impl Drop for Inner {
     }
 }
 
-/// How the manager retries after an expiry.
-#[derive(Debug, Clone, Copy)]
-struct Backoff {
-    first: Duration,
-    max: Duration,
-    attempts: u32,
+/// Options of a [`SessionManager`], from [`SessionManager::builder`]: the renewal backoff
+/// after an expiry (defaults [`DEFAULT_RENEW_BACKOFF`], [`DEFAULT_RENEW_BACKOFF_MAX`],
+/// [`DEFAULT_RENEW_ATTEMPTS`]).
+///
+/// ```no_run
+/// # async fn f() -> zk_client::Result<()> {
+/// use std::time::Duration;
+/// use zk_client::{Client, SessionManager};
+/// let manager = SessionManager::builder(Client::builder("127.0.0.1:2181"))
+///     .renew_backoff(Duration::from_millis(50), Duration::from_secs(1))
+///     .renew_attempts(100)
+///     .connect()
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until connected"]
+pub struct SessionManagerBuilder {
+    client: ClientBuilder,
+    backoff: Backoff,
 }
 
-impl SessionManager {
-    /// Connects the first session from `builder` and starts watching it.
-    ///
-    /// # Errors
-    ///
-    /// Whatever [`ClientBuilder::connect`] fails with for the first session (no renewal is
-    /// attempted before one session existed).
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future before it completes leaves nothing running: the client being
-    /// connected is dropped, and closes the session it may have opened (as
-    /// [`ClientBuilder::connect`]). A renewal cut short by [`close`](Self::close) does the
-    /// same.
-    pub async fn connect(builder: ClientBuilder) -> Result<SessionManager> {
-        Self::with_backoff(
-            builder,
-            DEFAULT_RENEW_BACKOFF,
-            DEFAULT_RENEW_BACKOFF_MAX,
-            DEFAULT_RENEW_ATTEMPTS,
-        )
-        .await
+impl SessionManagerBuilder {
+    /// The pause before the first renewal attempt after an expiry, and the longest pause
+    /// (each failed attempt doubles it, with up to 50 % jitter).
+    pub fn renew_backoff(mut self, first: Duration, max: Duration) -> Self {
+        self.backoff.first = first;
+        self.backoff.max = max;
+        self
     }
 
-    /// As [`connect`](Self::connect), with the renewal backoff: the first pause, the
-    /// longest pause, and the number of consecutive failed attempts before giving up.
+    /// How many consecutive failed renewal attempts end the manager (at least 1).
+    pub fn renew_attempts(mut self, attempts: u32) -> Self {
+        self.backoff.attempts = attempts;
+        self
+    }
+
+    /// Connects the first session and starts watching it, as [`SessionManager::connect`].
     ///
     /// # Errors
     ///
-    /// As [`connect`](Self::connect).
+    /// As [`SessionManager::connect`].
     ///
     /// # Cancel safety
     ///
-    /// As [`connect`](Self::connect).
-    pub async fn with_backoff(
-        builder: ClientBuilder,
-        first: Duration,
-        max: Duration,
-        attempts: u32,
-    ) -> Result<SessionManager> {
+    /// As [`SessionManager::connect`].
+    pub async fn connect(self) -> Result<SessionManager> {
+        let SessionManagerBuilder {
+            client: builder,
+            backoff:
+                Backoff {
+                    first,
+                    max,
+                    attempts,
+                },
+        } = self;
         let client = builder.clone().connect().await?;
         let first_gen = Generation { number: 1, client };
         let (tx, rx) = watch::channel(Published {
@@ -177,6 +185,47 @@ impl SessionManager {
                 stop,
             }),
         })
+    }
+}
+
+/// How the manager retries after an expiry.
+#[derive(Debug, Clone, Copy)]
+struct Backoff {
+    first: Duration,
+    max: Duration,
+    attempts: u32,
+}
+
+impl SessionManager {
+    /// Connects the first session from `builder` and starts watching it.
+    ///
+    /// # Errors
+    ///
+    /// Whatever [`ClientBuilder::connect`] fails with for the first session (no renewal is
+    /// attempted before one session existed).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before it completes leaves nothing running: the client being
+    /// connected is dropped, and closes the session it may have opened (as
+    /// [`ClientBuilder::connect`]). A renewal cut short by [`close`](Self::close) does the
+    /// same.
+    pub async fn connect(builder: ClientBuilder) -> Result<SessionManager> {
+        Self::builder(builder).connect().await
+    }
+
+    /// A manager with options (the renewal backoff), connected with
+    /// [`SessionManagerBuilder::connect`]. [`connect`](Self::connect) is
+    /// `SessionManager::builder(builder).connect()`.
+    pub fn builder(builder: ClientBuilder) -> SessionManagerBuilder {
+        SessionManagerBuilder {
+            client: builder,
+            backoff: Backoff {
+                first: DEFAULT_RENEW_BACKOFF,
+                max: DEFAULT_RENEW_BACKOFF_MAX,
+                attempts: DEFAULT_RENEW_ATTEMPTS,
+            },
+        }
     }
 
     /// The current generation's client. After an expiry this is the expired client until

@@ -13,12 +13,12 @@ use zk_test_support::{data_reply, encode, within, FakeServer};
 async fn after_an_expiry_a_new_session_starts_empty() {
     let server = FakeServer::start().await;
     let builder = Client::builder(&server.addr()).session_timeout(Duration::from_secs(3));
-    let manager = tokio::spawn(SessionManager::with_backoff(
-        builder,
-        Duration::from_millis(10),
-        Duration::from_millis(100),
-        10,
-    ));
+    let manager = tokio::spawn(
+        SessionManager::builder(builder)
+            .renew_backoff(Duration::from_millis(10), Duration::from_millis(100))
+            .renew_attempts(10)
+            .connect(),
+    );
     let (mut conn, first) = server.accept_session(0x5, 3000).await;
     assert_eq!(first.session_id, 0);
     let manager = within("manager", manager).await.unwrap().unwrap();

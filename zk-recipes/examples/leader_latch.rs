@@ -21,13 +21,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             LeaderLatch::start(&manager, "/examples/leader", id, LeadershipPolicy::Standard)?;
         services.push(tokio::spawn(async move {
             let term = latch
-                .await_leadership(Some(Duration::from_secs(60)))
+                .await_leadership_timeout(Duration::from_secs(60))
                 .await?;
             let others: Vec<String> = latch
                 .participants()
                 .await?
                 .into_iter()
-                .map(|p| p.id)
+                .map(|p| p.id())
                 .collect();
             println!(
                 "{id} leads (token {}), queue {others:?}",

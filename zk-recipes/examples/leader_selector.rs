@@ -19,13 +19,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for id in ["service-a", "service-b"] {
         let manager = SessionManager::connect(Client::builder(&hosts)).await?;
         let rounds = rounds.clone();
-        let selector = LeaderSelector::start(
-            &manager,
-            "/examples/selector",
-            id,
-            LeadershipPolicy::Standard,
-            true,
-            move |_client, term| {
+        let selector = LeaderSelector::builder(&manager, "/examples/selector", id)
+            .policy(LeadershipPolicy::Standard)
+            .auto_requeue(true)
+            .start(move |_client, term| {
                 let rounds = rounds.clone();
                 async move {
                     // The job; dropped at once if leadership is lost.
@@ -36,8 +33,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     );
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
-            },
-        )?;
+            })?;
         selectors.push((selector, manager));
     }
     while rounds.load(Ordering::SeqCst) < 6 {

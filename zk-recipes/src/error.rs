@@ -10,6 +10,9 @@ pub enum LossReason {
     SessionEnded,
     /// The lock node was deleted (by an operator, or a revocation).
     NodeDeleted,
+    /// We released the lock: the final [`LockState`](crate::LockState) a state receiver
+    /// that outlives its guard reports. Never an error's reason.
+    Released,
 }
 
 impl std::fmt::Display for LossReason {
@@ -17,6 +20,7 @@ impl std::fmt::Display for LossReason {
         f.write_str(match self {
             LossReason::SessionEnded => "the session ended",
             LossReason::NodeDeleted => "the lock node was deleted",
+            LossReason::Released => "the lock was released",
         })
     }
 }
@@ -45,12 +49,23 @@ pub enum Error {
     /// A recipe's argument is out of range (say, more leases than the semaphore has).
     #[error("invalid argument: {0}")]
     InvalidArgument(&'static str),
+    /// A retry loop ran out of turns: the same step went round (a connection loss waited
+    /// out, a watch fired, the queue changed) more times than the crate's bound allows,
+    /// without an answer. Every recipe ends its retries with this error, whether or not the
+    /// call has a timeout; nothing of ours is left behind.
+    #[error("gave up after too many retries")]
+    GaveUp,
 }
 
 impl Error {
     /// Whether this is [`Error::Timeout`].
     pub fn is_timeout(&self) -> bool {
         matches!(self, Error::Timeout)
+    }
+
+    /// Whether this is [`Error::GaveUp`].
+    pub fn is_gave_up(&self) -> bool {
+        matches!(self, Error::GaveUp)
     }
 
     /// Whether this is [`Error::LockLost`].

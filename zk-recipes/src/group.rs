@@ -28,7 +28,7 @@ use crate::node::{NodeEvent, NodeOptions, PersistentNode};
 /// use zk_recipes::group::GroupMember;
 ///
 /// let manager = SessionManager::connect(Client::builder("127.0.0.1:2181")).await?;
-/// let member = GroupMember::start(&manager, "/groups/workers", "worker-1", Some(b"10.0.0.7"))?;
+/// let member = GroupMember::start(&manager, "/groups/workers", "worker-1", Some(b"10.0.0.7")).await?;
 /// let mut changes = member.watch_members();
 /// loop {
 ///     for (id, payload) in member.current_members() {
@@ -51,15 +51,20 @@ pub struct GroupMember {
 
 impl GroupMember {
     /// Joins the group at `membership_path` as `id` with `payload` (`None`: Curator's default,
-    /// the local address as text), on `manager`'s sessions. Must be called within a tokio
-    /// runtime.
+    /// the local address as text, looked up once per process off the caller's task), on
+    /// `manager`'s sessions. Must be called within a tokio runtime.
+    ///
+    /// # Cancel safety
+    ///
+    /// Nothing is started until the default payload is known: a call dropped before it
+    /// returns joins nothing.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidPath`] for a bad membership path; [`Error::InvalidArgument`] for an id
     /// that is empty or contains `/`. The rest happens in the background:
     /// [`joined`](Self::joined) waits for our node.
-    pub fn start(
+    pub async fn start(
         manager: &SessionManager,
         membership_path: &str,
         id: &str,
@@ -71,7 +76,10 @@ impl GroupMember {
                 "a member id is one non-empty path segment",
             ));
         }
-        let payload = payload.map_or_else(local_address, Bytes::copy_from_slice);
+        let payload = match payload {
+            Some(payload) => Bytes::copy_from_slice(payload),
+            None => local_address().await,
+        };
         let node = PersistentNode::start(
             manager,
             &child_path(&path, id),

@@ -3,32 +3,13 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use tokio::sync::watch;
 use tracing::{debug, warn};
-use zk_client::{Client, Op, OpResult, Stat};
+use zk_client::{Client, Op, OpResult, Stat, Transitions};
 use zk_proto::DecodeError;
 
-use crate::cleanup::{delete_guaranteed, detached, in_background};
 use crate::error::{Error, LossReason, Result};
-use crate::state::{monitor, LockState, LockTransitions, Published};
-
-/// What [`LockGuard::release`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Released {
-    /// We deleted our lock node: the lock was ours until this release.
-    Deleted,
-    /// The node was already gone, so the lock had been lost before this release:
-    /// [`LossReason::SessionEnded`] (the session expired or was closed, and its ephemeral
-    /// node went with it) or [`LossReason::NodeDeleted`] (someone else deleted it).
-    AlreadyGone(LossReason),
-    /// Other guards of the same hold (re-entries) remain; the node stays until the last of
-    /// them is released.
-    StillHeld {
-        /// How many guards still hold the node.
-        remaining: usize,
-    },
-}
+use crate::queue::{delete_guaranteed, detached, in_background, naming, Released};
+use crate::state::{monitor, LockState, Published};
 
 /// Runs once when the last guard of a hold is gone: frees the local slot of the lock.
 pub(crate) type ReleaseHook = Box<dyn FnOnce() + Send + Sync>;
@@ -227,7 +208,7 @@ impl LockGuard {
 
     /// The lock node's name (last path segment).
     pub fn node_name(&self) -> &str {
-        crate::lock::acquire::base_name(&self.hold.path)
+        naming::base_name(&self.hold.path)
     }
 
     /// A fencing token: the zxid that created our lock node. Every later holder of the same
@@ -248,8 +229,7 @@ impl LockGuard {
     /// which our node was last seen: right after a reconnect it is `Suspended` until the
     /// guard has seen its node again (one `exists`, done by its monitor). The session's state
     /// is always reflected; a deletion of the node is noticed from the first time the state
-    /// is observed (this call, [`state_watcher`](Self::state_watcher),
-    /// [`transitions`](Self::transitions), [`lost`](Self::lost) or
+    /// is observed (this call, [`state_watcher`](Self::state_watcher), [`lost`](Self::lost) or
     /// [`suspended_or_lost`](Self::suspended_or_lost)), which starts watching the node. A guard
     /// nobody observes costs no request beyond the acquisition and the release.
     pub fn state(&self) -> LockState {
@@ -257,26 +237,38 @@ impl LockGuard {
         self.hold.current()
     }
 
-    /// Every change of the lock's state from now on, in order (`Held` → `Suspended` → `Held`
-    /// ..., then `Lost`), even a disconnection that is over before the receiver looks. Starts
-    /// watching the node. See [`LockTransitions`].
-    pub fn transitions(&self) -> LockTransitions {
+    /// Follows the lock's state: every change from now on, in order (`Held` → `Suspended` →
+    /// `Held` ..., then `Lost`), even a disconnection that is over before the receiver looks,
+    /// with [`current`](Transitions::current) for the state now. Starts watching the node.
+    ///
+    /// The same [`Transitions`] type follows the session
+    /// ([`Client::state_watcher`](zk_client::Client::state_watcher)) and leadership
+    /// ([`LeaderLatch::watch`](crate::LeaderLatch::watch)). It reports the changes made after
+    /// it was created (ask [`state`](Self::state) for the state then). If it falls more than
+    /// [`zk_client::HISTORY`] changes behind, it skips to the latest state, still reporting a
+    /// `Suspended` before a `Held` when changes were skipped, so no suspension goes
+    /// unreported ([`Transitions::missed`] counts the skipped ones). A receiver that outlives
+    /// the guard ends with `Lost(Released)`. Also a `futures_core::Stream` of the same items,
+    /// which ends after `Lost`.
+    ///
+    /// ```no_run
+    /// # async fn f(guard: zk_recipes::LockGuard) {
+    /// use zk_recipes::LockState;
+    /// let mut states = guard.state_watcher();
+    /// loop {
+    ///     match states.changed().await {
+    ///         LockState::Suspended => println!("pause the work: the lock may be lost"),
+    ///         LockState::Held => println!("resume: the node was seen again"),
+    ///         LockState::Lost(reason) => break println!("abandon the work: {reason}"),
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    pub fn state_watcher(&self) -> Transitions<LockState> {
         // Subscribed before the monitor can start, so it misses none of its changes.
         let transitions = self.hold.state.transitions();
         self.hold.observe();
         transitions
-    }
-
-    /// A receiver of the latest published state (`Held` ⇄ `Suspended`, then `Lost`). Starts
-    /// watching the node.
-    ///
-    /// It keeps only the latest value, so changes may coalesce: a `Suspended` followed
-    /// quickly by `Held` can be seen as a single wake-up that reads `Held`. A holder that
-    /// must notice every suspension uses [`transitions`](Self::transitions) (or
-    /// [`suspended_or_lost`](Self::suspended_or_lost)). Kept for compatibility.
-    pub fn state_watcher(&self) -> watch::Receiver<LockState> {
-        self.hold.observe();
-        self.hold.state.subscribe()
     }
 
     /// Resolves when the lock may no longer be ours: on `Suspended` (connection lost, possible
@@ -288,20 +280,15 @@ impl LockGuard {
     ///
     /// Cancel safe (it holds no resource), but a suspension that happens while no call is
     /// pending is not reported by a later call once it is over: keep one future, or use
-    /// [`transitions`](Self::transitions), to follow a long piece of work.
+    /// [`state_watcher`](Self::state_watcher), to follow a long piece of work.
     pub async fn suspended_or_lost(&self) -> LockState {
-        let mut transitions = self.transitions();
+        let mut transitions = self.state_watcher();
         let now = self.hold.current();
         if now != LockState::Held {
             return now;
         }
-        // Bounded by the hold: `changed` ends (None) when the hold does.
-        while let Some(state) = transitions.changed().await {
-            if state != LockState::Held {
-                return state;
-            }
-        }
-        self.hold.current()
+        // Bounded by the hold: `Lost` is final and comes when the hold ends at the latest.
+        transitions.wait_for(|s| s != LockState::Held).await
     }
 
     /// Resolves when the lock is certainly lost, with the reason.
@@ -314,12 +301,8 @@ impl LockGuard {
         if let LockState::Lost(reason) = self.hold.current() {
             return reason;
         }
-        let seen = rx
-            .wait_for(|s| matches!(s, LockState::Lost(_)))
-            .await
-            .map(|s| *s);
-        match seen {
-            Ok(LockState::Lost(reason)) => reason,
+        match rx.wait_for(|s| matches!(s, LockState::Lost(_))).await {
+            LockState::Lost(reason) => reason,
             _ => LossReason::SessionEnded,
         }
     }

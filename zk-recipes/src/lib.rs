@@ -16,11 +16,31 @@
 //!   or a chosen id, and every lock lists its queue; [`revoke`] and
 //!   [`LockGuard::revocation_requested`] are Curator's cooperative revocation.
 //! - [`LeaderLatch`]: leader election in Curator's `LeaderLatch` layout, re-joining after
-//!   an expiry on a [`zk_client::SessionManager`] (see [`leader`]).
-//! - [`LeaderSelector`]: runs a future while leader (Curator's `LeaderSelector` layout).
+//!   an expiry on a [`zk_client::SessionManager`]; [`Leadership`] is followed with the same
+//!   transition type as a lock's state.
+//! - [`LeaderSelector`]: runs a future while leader (Curator's `LeaderSelector` layout),
+//!   configured with [`LeaderSelector::builder`].
 //! - Membership and shared values in Curator's layouts: [`node::PersistentNode`],
 //!   [`group::GroupMember`], service discovery (`discovery`, feature `discovery`),
 //!   [`shared`] counters and values, [`barrier`]s.
+//!
+//! Every public item has one path: the locks, semaphores and leader election are at the
+//! crate's root (their modules are private); the newer families live in their own modules
+//! ([`node`], [`group`], [`shared`], [`barrier`], `discovery`).
+//!
+//! | lock | nodes | fair | wakes on release | use when |
+//! |---|---|---|---|---|
+//! | [`FairLock`] | `<path>/_c_<uuid>-lock-<seq>` | yes | the next waiter only | general mutual exclusion, many contenders, mixing with Curator |
+//! | [`ReadWriteLock`] | `__READ__` / `__WRIT__` queue | yes | only the waiters it unblocks | many readers, occasional writers |
+//! | [`ExclusiveLock`] | one node at `<path>` | no | every waiter | rare contention, smallest cost |
+//! | [`SemaphoreMutex`] | `<path>/locks`, `<path>/leases` | yes | one waiter | Curator's `InterProcessSemaphoreMutex` |
+//!
+//! # Layout of the crate
+//!
+//! One queue kernel (`queue/`: node names, the protected create, find-own-by-guid, queue
+//! order, the wait for the node ahead, participants, the guaranteed delete and the cleanup
+//! of abandoned attempts) under every recipe (`lock/`, `semaphore/`, `leader/`), which
+//! never import each other's internals; one retry bound ending in [`Error::GaveUp`].
 //!
 //! # Holding a lock safely
 //!
@@ -34,10 +54,12 @@
 //! - `Lost`: the session ended or the node was deleted. Abort the work; never resume it
 //!   without acquiring again.
 //!
-//! [`LockGuard::transitions`] reports every change in order, so a suspension that is over
-//! before the holder looks is still seen; [`LockGuard::state_watcher`] keeps only the latest
-//! state. [`LockGuard::release`] tells whether the lock was still ours up to the release
-//! ([`Released`]).
+//! [`LockGuard::state_watcher`] reports every change in order, so a suspension that is over
+//! before the holder looks is still seen. It is zk-client's one transition type,
+//! [`zk_client::Transitions`] (current value, `changed()`, a `Stream` of every transition, lag
+//! counted), the same that follows the session ([`zk_client::Client::state_watcher`]) and
+//! leadership ([`LeaderLatch::watch`]). [`LockGuard::release`] tells whether the lock was
+//! still ours up to the release ([`Released`]).
 //!
 //! Session changes are always reflected. To notice a deletion of the node (an operator, a
 //! revocation), the guard watches its node from the first time its state is observed
@@ -49,6 +71,15 @@
 //! pass [`LockGuard::fencing_token`] along and have the resource reject smaller tokens.
 //! Nothing done under a lock is ever re-sent on a new session: the client does not retry
 //! after a connection loss and never opens a new session by itself.
+//!
+//! # Timeouts
+//!
+//! One convention: every wait comes as `x()` (no limit) and `x_timeout(Duration)`
+//! ([`Error::Timeout`] when it passes, nothing of ours left behind): `acquire` /
+//! `acquire_timeout`, [`Semaphore::acquire_many`] / [`Semaphore::acquire_many_timeout`],
+//! [`LeaderLatch::await_leadership`] / [`LeaderLatch::await_leadership_timeout`]. Deadlines
+//! (`Option<Instant>`) appear only in [`Lock::acquire_until`], to compose locks
+//! ([`MultiLock`]). A retry loop that runs out ends with [`Error::GaveUp`], never `Timeout`.
 //!
 //! # When requests are sent, and cancellation
 //!
@@ -73,17 +104,16 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod barrier;
-mod cleanup;
 #[cfg(feature = "discovery")]
 pub mod discovery;
 mod error;
 pub mod group;
 mod guard;
-pub mod leader;
-pub mod lock;
+mod leader;
+mod lock;
 mod metrics;
 pub mod node;
-mod owner;
+mod queue;
 mod retry;
 mod revoke;
 mod semaphore;
@@ -91,13 +121,17 @@ pub mod shared;
 mod state;
 
 pub use error::{Error, LossReason, Result};
-pub use guard::{LockGuard, Released};
-pub use leader::{LeaderLatch, LeaderSelector, Leadership, LeadershipPolicy, Term};
-pub use lock::{ExclusiveLock, FairLock, Lock, MultiGuard, MultiLock, ReadWriteLock};
-pub use owner::Participant;
+pub use guard::LockGuard;
+pub use leader::{
+    LeaderLatch, LeaderSelector, LeaderSelectorBuilder, Leadership, LeadershipPolicy, Term,
+};
+pub use lock::{
+    AcquireFuture, ExclusiveLock, FairLock, Lock, MultiGuard, MultiLock, ReadWriteLock,
+};
+pub use queue::{Participant, Released};
 pub use revoke::{revoke, REVOKE_MESSAGE};
 pub use semaphore::{Lease, Semaphore, SemaphoreMutex};
-pub use state::{LockState, LockTransitions};
+pub use state::LockState;
 
 /// The README's examples, compiled (and the runnable ones run) as doctests.
 #[doc = include_str!("../../README.md")]

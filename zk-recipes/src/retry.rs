@@ -16,7 +16,14 @@ use crate::error::{Error, LossReason, Result};
 /// Bound on the turns of every retry loop of the recipes. Each turn waits for the server, a
 /// watch or a reconnect, so in practice a deadline or the session's end stops a loop long
 /// before.
-pub(crate) const MAX_TURNS: usize = 100_000;
+const MAX_TURNS: usize = 100_000;
+
+/// The turns of one retry loop: every loop of the crate that goes round again after a
+/// connection loss, a watch or a changed queue is `for _ in turns() { .. }` followed by
+/// `Err(gave_up())`, so the bound and the error at the end are the same everywhere.
+pub(crate) fn turns() -> std::ops::Range<usize> {
+    0..MAX_TURNS
+}
 
 /// Waits until the client is connected to a read/write server again.
 ///
@@ -55,7 +62,7 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = zk_client::Result<T>>,
 {
-    for _ in 0..MAX_TURNS {
+    for _ in turns() {
         match op().await {
             Ok(value) => return Ok(value),
             Err(e) => retry_after(client, e).await?,
@@ -64,9 +71,9 @@ where
     Err(gave_up())
 }
 
-/// The error of a retry loop that ran out of turns.
+/// The error of a retry loop that ran out of turns: [`Error::GaveUp`].
 pub(crate) fn gave_up() -> Error {
-    Error::Client(zk_client::Error::ConnectionLoss)
+    Error::GaveUp
 }
 
 /// Runs `fut` until `deadline`, mapping the elapsed deadline to [`Error::Timeout`].

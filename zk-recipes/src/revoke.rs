@@ -5,7 +5,7 @@
 use zk_client::{Client, EventType};
 
 use crate::error::{Error, LossReason, Result};
-use crate::retry::{gave_up, retry_after, retrying, MAX_TURNS};
+use crate::retry::{gave_up, retry_after, retrying, turns};
 
 /// The data that asks a holder to release (Curator's `LockInternals.REVOKE_MESSAGE`).
 pub const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
@@ -49,7 +49,7 @@ pub async fn revoke(client: &Client, node: &str) -> Result<bool> {
 /// Waits until the data of our node `path` is `__REVOKE__`. Fails with
 /// [`Error::LockLost`] when the node goes or the session ends first.
 pub(crate) async fn requested(client: &Client, path: &str) -> Result<()> {
-    for _ in 0..MAX_TURNS {
+    for _ in turns() {
         match client.get_data_watch(path).await {
             Ok((data, _, watcher)) => {
                 if data.as_ref() == REVOKE_MESSAGE {

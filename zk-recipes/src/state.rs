@@ -1,15 +1,12 @@
-//! What the holder of a lock can know about it: [`LockState`], how it is decided, the monitor
-//! that publishes it, and [`LockTransitions`], the record of every change.
+//! What the holder of a lock can know about it: [`LockState`], how it is decided, and the
+//! monitor that publishes it (on zk-client's [`Publisher`], followed with [`Transitions`]).
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
-use tokio::sync::{broadcast, watch};
-use tokio_util::sync::ReusableBoxFuture;
-use zk_client::{Client, SessionState, Watcher};
+use zk_client::{Client, Observable, Publisher, SessionState, Transitions, Watcher};
 
 use crate::error::LossReason;
 
@@ -24,13 +21,30 @@ pub enum LockState {
     /// expired in the meantime). A holder must stop work that needs the lock until the state
     /// is `Held` again.
     Suspended,
-    /// Certainly not ours any more: the session ended or the node was deleted. Terminal.
+    /// Certainly not ours any more: the session ended, the node was deleted, or (seen only
+    /// by a receiver that outlives the guard) the lock was released. Terminal.
     Lost(LossReason),
 }
 
-/// How many transitions a [`LockTransitions`] may fall behind before it skips to the latest
-/// state (the same bound as the client's session `StateWatcher`).
-const HISTORY: usize = 64;
+impl Observable for LockState {
+    fn is_final(&self) -> bool {
+        matches!(self, LockState::Lost(_))
+    }
+
+    /// The hold ended (every guard released or dropped) while the state was not `Lost`.
+    fn when_gone(last: &Self) -> Self {
+        match last {
+            LockState::Lost(_) => *last,
+            _ => LockState::Lost(LossReason::Released),
+        }
+    }
+
+    /// Changes were missed and it is `Held` again: the missed ones included a suspension
+    /// (`Lost` is final), so a `Suspended` is reported before the `Held`.
+    fn after_lag(last: &Self, now: &Self) -> Option<Self> {
+        (*now == LockState::Held && *last != LockState::Suspended).then_some(LockState::Suspended)
+    }
+}
 
 /// Pause before the monitor asks again after an unexpected server error.
 const RETRY_PAUSE: Duration = Duration::from_millis(200);
@@ -38,10 +52,8 @@ const RETRY_PAUSE: Duration = Duration::from_millis(200);
 /// The state of one hold as published by its monitor, shared by the hold, its monitor and
 /// the receivers handed out.
 pub(crate) struct Published {
-    /// The latest published state (what [`crate::LockGuard::state_watcher`] follows).
-    latest: watch::Sender<LockState>,
-    /// Every published change, in order, with bounded history.
-    transitions: broadcast::Sender<LockState>,
+    /// The latest published state and every change, in order, with bounded history.
+    states: Publisher<LockState>,
     /// The client's connection epoch when our node was last seen to exist: captured before
     /// the request that showed it (so a reply that came on a later connection only makes us
     /// more cautious, never less).
@@ -52,27 +64,15 @@ impl Published {
     /// A hold just acquired: `Held`, its node seen at connection epoch `epoch`.
     pub(crate) fn new(epoch: u64) -> Arc<Published> {
         Arc::new(Published {
-            latest: watch::Sender::new(LockState::Held),
-            transitions: broadcast::Sender::new(HISTORY),
+            states: Publisher::new(LockState::Held),
             confirmed_epoch: AtomicU64::new(epoch),
         })
     }
 
     /// Publishes `next` if it differs from the latest state. Only the monitor publishes, so
-    /// the watch and the broadcast see the same order.
+    /// every receiver sees the same order.
     fn publish(&self, next: LockState) {
-        let changed = self.latest.send_if_modified(|s| {
-            if *s == next {
-                false
-            } else {
-                *s = next;
-                true
-            }
-        });
-        if changed {
-            // No receiver is fine: nobody follows the transitions.
-            let _ = self.transitions.send(next);
-        }
+        self.states.publish(next);
     }
 
     /// Publishes what is known now, before the monitor starts (it is then the only one to
@@ -89,7 +89,7 @@ impl Published {
 
     /// What is known now about the hold, for `client` (see [`decide`]).
     pub(crate) fn current(&self, client: &Client) -> LockState {
-        let published = *self.latest.borrow();
+        let published = self.states.current();
         // The session state first, then the epoch: `Connected` and an unchanged epoch read
         // after it mean the connection of that moment is the one the node was seen on.
         let session = client.state();
@@ -98,25 +98,9 @@ impl Published {
         decide(published, session, epoch, confirmed)
     }
 
-    /// A receiver of the latest state.
-    pub(crate) fn subscribe(&self) -> watch::Receiver<LockState> {
-        self.latest.subscribe()
-    }
-
     /// A receiver of every change from now on.
-    pub(crate) fn transitions(&self) -> LockTransitions {
-        // Subscribed before reading the state: a change in between is both queued and
-        // included in `last`, and the queued copy is skipped as no change.
-        let rx = self.transitions.subscribe();
-        let latest = self.latest.subscribe();
-        let last = *latest.borrow();
-        LockTransitions {
-            next: ReusableBoxFuture::new(recv(rx)),
-            latest,
-            last,
-            owed: None,
-            done: matches!(last, LockState::Lost(_)),
-        }
+    pub(crate) fn transitions(&self) -> Transitions<LockState> {
+        self.states.subscribe()
     }
 }
 
@@ -221,7 +205,7 @@ async fn look(
     if stale {
         out.publish(LockState::Suspended);
     }
-    if watcher.is_some() && !stale && *out.latest.borrow() == LockState::Held {
+    if watcher.is_some() && !stale && out.states.current() == LockState::Held {
         return Look::Wait;
     }
     let seen = if watcher.is_none() {
@@ -252,150 +236,21 @@ async fn look(
     }
 }
 
-type Received = (
-    Result<LockState, broadcast::error::RecvError>,
-    broadcast::Receiver<LockState>,
-);
-
-async fn recv(mut rx: broadcast::Receiver<LockState>) -> Received {
-    let result = rx.recv().await;
-    (result, rx)
-}
-
-/// Every change of a lock's state, in order: `Held` → `Suspended` → `Held` → ... and
-/// finally `Lost`. Obtained from [`LockGuard::transitions`](crate::LockGuard::transitions).
-///
-/// Unlike [`LockGuard::state_watcher`](crate::LockGuard::state_watcher), which keeps only the
-/// latest state, a disconnection that is over before the receiver looks is still reported
-/// as `Suspended` followed by `Held`. It reports the changes made after it was created
-/// (ask [`LockGuard::state`](crate::LockGuard::state) for the state then). If it falls more
-/// than 64 changes behind, it skips to the latest state, still reporting a `Suspended`
-/// before a `Held` when changes were skipped, so no suspension goes unreported.
-///
-/// Also a [`futures_core::Stream`] of the same items.
-///
-/// ```no_run
-/// # async fn f(guard: zk_recipes::LockGuard) {
-/// use zk_recipes::LockState;
-/// let mut transitions = guard.transitions();
-/// while let Some(state) = transitions.changed().await {
-///     match state {
-///         LockState::Suspended => println!("pause the work: the lock may be lost"),
-///         LockState::Held => println!("resume: the node was seen again"),
-///         LockState::Lost(reason) => println!("abandon the work: {reason}"),
-///     }
-/// }
-/// # }
-/// ```
-pub struct LockTransitions {
-    next: ReusableBoxFuture<'static, Received>,
-    latest: watch::Receiver<LockState>,
-    last: LockState,
-    /// A change to report before receiving more (the `Held` after a reported lag).
-    owed: Option<LockState>,
-    done: bool,
-}
-
-impl std::fmt::Debug for LockTransitions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LockTransitions")
-            .field("last", &self.last)
-            .field("done", &self.done)
-            .finish()
-    }
-}
-
-impl LockTransitions {
-    /// Waits for the next change and returns the new state.
-    ///
-    /// `None` once no change can follow: after `Lost` has been returned (or if the lock was
-    /// already lost when this receiver was made), or when the hold has ended (every guard
-    /// released or dropped).
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe: a change is never lost by dropping this future; the next call returns it.
-    pub async fn changed(&mut self) -> Option<LockState> {
-        std::future::poll_fn(|cx| self.poll_changed(cx)).await
-    }
-
-    /// The state last returned by [`changed`](Self::changed) (at first, the state when this
-    /// receiver was made).
-    pub fn last(&self) -> LockState {
-        self.last
-    }
-
-    /// Polls for the next change (the `Stream` implementation uses this).
-    pub fn poll_changed(&mut self, cx: &mut Context<'_>) -> Poll<Option<LockState>> {
-        loop {
-            if let Some(state) = self.owed.take() {
-                return Poll::Ready(Some(self.report(state)));
-            }
-            if self.done {
-                return Poll::Ready(None);
-            }
-            let (result, mut rx) = ready!(self.next.poll(cx));
-            let state = match result {
-                Ok(state) => state,
-                Err(broadcast::error::RecvError::Lagged(_)) => {
-                    // Start again from the tail (the retained changes are older than the
-                    // latest state), then read the latest: a change in between is both.
-                    rx = rx.resubscribe();
-                    let latest = *self.latest.borrow();
-                    if latest == LockState::Held && self.last != LockState::Suspended {
-                        // Changes were missed and it is `Held` again: the missed ones
-                        // included a suspension (`Lost` is final). Report it, then `Held`.
-                        self.owed = Some(LockState::Held);
-                        LockState::Suspended
-                    } else {
-                        latest
-                    }
-                }
-                Err(broadcast::error::RecvError::Closed) => {
-                    // The monitor and the hold are gone: the hold ended. Its last state may
-                    // still be a change for us (published after we last looked).
-                    self.done = true;
-                    *self.latest.borrow()
-                }
-            };
-            self.next.set(recv(rx));
-            if state != self.last {
-                return Poll::Ready(Some(self.report(state)));
-            }
-        }
-    }
-
-    /// Records `state` as returned.
-    fn report(&mut self, state: LockState) -> LockState {
-        self.last = state;
-        self.done |= matches!(state, LockState::Lost(_));
-        state
-    }
-}
-
-impl futures_core::Stream for LockTransitions {
-    type Item = LockState;
-
-    /// Yields every change; ends after `Lost`, or when the hold ended.
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<LockState>> {
-        self.poll_changed(cx)
-    }
-}
-
-// A `LockTransitions` moves between tasks and sits in `select!`s.
-const _: fn() = || {
-    fn assert_send_unpin<T: Send + Sync + Unpin>() {}
-    assert_send_unpin::<LockTransitions>();
-};
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zk_client::HISTORY;
 
     const HELD: LockState = LockState::Held;
     const SUSPENDED: LockState = LockState::Suspended;
     const DELETED: LockState = LockState::Lost(LossReason::NodeDeleted);
     const ENDED: LockState = LockState::Lost(LossReason::SessionEnded);
+    const RELEASED: LockState = LockState::Lost(LossReason::Released);
+
+    async fn futures_next(t: &mut Transitions<LockState>) -> Option<LockState> {
+        use futures_core::Stream;
+        std::future::poll_fn(|cx| std::pin::Pin::new(&mut *t).poll_next(cx)).await
+    }
 
     #[test]
     fn held_only_on_the_connection_the_node_was_seen_on() {
@@ -422,22 +277,23 @@ mod tests {
     #[tokio::test]
     async fn transitions_keep_every_change_in_order() {
         let published = Published::new(1);
-        let mut watcher = published.subscribe();
         let mut transitions = published.transitions();
         assert_eq!(transitions.last(), HELD);
-        // A blip the latest-value channel can coalesce: it ends where it started.
+        // A blip a latest-value channel would coalesce: it ends where it started.
         published.publish(SUSPENDED);
         published.publish(HELD);
         published.publish(HELD); // no change, not reported
-        assert!(watcher.has_changed().unwrap());
-        assert_eq!(*watcher.borrow_and_update(), HELD);
-        assert_eq!(transitions.changed().await, Some(SUSPENDED));
-        assert_eq!(transitions.changed().await, Some(HELD));
+        assert_eq!(transitions.current(), HELD);
+        assert_eq!(transitions.changed().await, SUSPENDED);
+        assert_eq!(transitions.changed().await, HELD);
         published.publish(DELETED);
-        assert_eq!(transitions.changed().await, Some(DELETED));
-        assert_eq!(transitions.changed().await, None);
+        assert_eq!(transitions.changed().await, DELETED);
+        // Lost is final: reported again at once, and the stream ends.
+        assert_eq!(transitions.changed().await, DELETED);
+        assert_eq!(futures_next(&mut transitions).await, Some(DELETED));
+        assert_eq!(futures_next(&mut transitions).await, None);
         // Made after the loss: nothing can follow.
-        assert_eq!(published.transitions().changed().await, None);
+        assert_eq!(published.transitions().changed().await, DELETED);
     }
 
     #[tokio::test]
@@ -449,23 +305,24 @@ mod tests {
             published.publish(HELD);
         }
         // Lagged while Held again: the skipped suspension is still reported, then Held,
-        // and nothing stale after that.
-        assert_eq!(transitions.changed().await, Some(SUSPENDED));
-        assert_eq!(transitions.changed().await, Some(HELD));
+        // and nothing stale after that; the skipped changes are counted.
+        assert_eq!(transitions.changed().await, SUSPENDED);
+        assert_eq!(transitions.changed().await, HELD);
+        assert!(transitions.missed() > 0);
         published.publish(SUSPENDED);
-        assert_eq!(transitions.changed().await, Some(SUSPENDED));
+        assert_eq!(transitions.changed().await, SUSPENDED);
         // Lagged while Suspended: skip to it (already reported as the last state).
         for _ in 0..HISTORY {
             published.publish(HELD);
             published.publish(SUSPENDED);
         }
         published.publish(HELD);
-        assert_eq!(transitions.changed().await, Some(HELD));
+        assert_eq!(transitions.changed().await, HELD);
         published.publish(SUSPENDED);
         drop(published);
         // The last change before the hold ended is still reported, then the end.
-        assert_eq!(transitions.changed().await, Some(SUSPENDED));
-        assert_eq!(transitions.changed().await, None);
-        assert_eq!(transitions.changed().await, None);
+        assert_eq!(transitions.changed().await, SUSPENDED);
+        assert_eq!(transitions.changed().await, RELEASED);
+        assert_eq!(transitions.changed().await, RELEASED);
     }
 }

@@ -21,7 +21,9 @@ async fn services_and_members_show_registrations_with_their_owners() {
     let mut web = ServiceInstance::new("web", "10.0.0.5", 8080);
     web.id = "w1".into();
     discovery.register(&web).await.unwrap();
-    let member = GroupMember::start(&manager, "/groups/g", "m1", Some(b"eu-1")).unwrap();
+    let member = GroupMember::start(&manager, "/groups/g", "m1", Some(b"eu-1"))
+        .await
+        .unwrap();
     member.joined(Duration::from_secs(30)).await.unwrap();
 
     let text = ok(&hosts, &["services"]).await;

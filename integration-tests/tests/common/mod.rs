@@ -107,11 +107,9 @@ pub async fn wait_lock_state(
     pred: impl Fn(zk_recipes::LockState) -> bool,
 ) -> zk_recipes::LockState {
     let mut rx = guard.state_watcher();
-    let seen = tokio::time::timeout(Duration::from_secs(30), rx.wait_for(|s| pred(*s)))
+    tokio::time::timeout(Duration::from_secs(30), rx.wait_for(pred))
         .await
         .expect("lock state within 30 s")
-        .map(|s| *s);
-    seen.expect("lock state channel open")
 }
 
 /// A semaphore holder's critical section: an ephemeral marker under `/inside` for as long as

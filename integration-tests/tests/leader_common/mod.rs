@@ -27,14 +27,12 @@ pub async fn manager(hosts: &str) -> SessionManager {
     let builder = Client::builder(hosts)
         .session_timeout(SESSION)
         .establish_timeout(LIMIT);
-    SessionManager::with_backoff(
-        builder,
-        Duration::from_millis(50),
-        Duration::from_secs(1),
-        200,
-    )
-    .await
-    .expect("connect the first session")
+    SessionManager::builder(builder)
+        .renew_backoff(Duration::from_millis(50), Duration::from_secs(1))
+        .renew_attempts(200)
+        .connect()
+        .await
+        .expect("connect the first session")
 }
 
 /// One term as the participant observed it: start when `is_leader` became true, end when it
@@ -60,8 +58,8 @@ impl TermLog {
         let mut rx = latch.watch();
         tokio::spawn(async move {
             let mut open: Option<(usize, u64)> = None;
+            let mut state = rx.last();
             loop {
-                let state = rx.borrow_and_update().clone();
                 let now = Instant::now();
                 {
                     let mut log = log.lock().unwrap();
@@ -83,9 +81,10 @@ impl TermLog {
                         open = Some((log.len() - 1, term.number));
                     }
                 }
-                if state == Leadership::Closed || rx.changed().await.is_err() {
+                if state == Leadership::Closed {
                     break;
                 }
+                state = rx.changed().await;
             }
         })
     }
@@ -134,7 +133,7 @@ pub fn join(
 /// Waits until `latch` leads.
 pub async fn leads(latch: &LeaderLatch) {
     latch
-        .await_leadership(Some(LIMIT))
+        .await_leadership_timeout(LIMIT)
         .await
         .unwrap_or_else(|e| panic!("{} never led: {e}", latch.id()));
 }
@@ -166,11 +165,11 @@ pub fn leaders(latches: &[&LeaderLatch]) -> usize {
 
 /// The participant ids of an election, in queue order.
 pub fn participant_ids(
-    participants: zk_recipes::Result<Vec<zk_recipes::leader::Participant>>,
+    participants: zk_recipes::Result<Vec<zk_recipes::Participant>>,
 ) -> Vec<String> {
     participants
         .expect("participants")
         .into_iter()
-        .map(|p| p.id)
+        .map(|p| p.id())
         .collect()
 }

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use tokio::sync::watch;
 use tokio::time::Instant;
 use zk_client::{Client, Op, OpResult, SessionState, StateWatcher};
 use zk_recipes::{ExclusiveLock, FairLock, LockGuard, LockState, ReadWriteLock};
@@ -197,14 +196,12 @@ type SignalSlot = Arc<Mutex<Option<(Instant, Signal)>>>;
 /// Notes the time of the first change away from `Held` (guard) or `Connected` (session). The
 /// time is taken after the change was seen, so it is never earlier than the change itself.
 async fn record_signal(
-    mut guard_states: watch::Receiver<LockState>,
+    mut guard_states: zk_client::Transitions<LockState>,
     mut session: StateWatcher,
     slot: SignalSlot,
 ) {
     let signal = tokio::select! {
-        seen = guard_states.wait_for(|s| *s != LockState::Held) => {
-            Signal::Lock(seen.map(|s| *s).unwrap_or(LockState::Lost(zk_recipes::LossReason::SessionEnded)))
-        }
+        seen = guard_states.wait_for(|s| s != LockState::Held) => Signal::Lock(seen),
         state = session.changed() => Signal::Session(state),
     };
     let now = Instant::now();
@@ -276,11 +273,11 @@ async fn hold(
             let mut states = guard.state_watcher();
             let outcome = tokio::time::timeout(
                 spec.session_timeout * 2,
-                states.wait_for(|s| *s != LockState::Suspended),
+                states.wait_for(|s| s != LockState::Suspended),
             )
             .await;
             shared.count(match outcome {
-                Ok(Ok(s)) if *s == LockState::Held => "suspension waited out: held again",
+                Ok(LockState::Held) => "suspension waited out: held again",
                 Ok(_) => "suspension waited out: lost",
                 Err(_) => "suspension waited out: still suspended",
             });

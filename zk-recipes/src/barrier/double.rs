@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use bytes::Bytes;
 use tracing::debug;
 use zk_client::{Client, CreateMode, CreateOptions};
 
@@ -10,7 +9,7 @@ use super::bounded;
 use crate::error::{Error, Result};
 use crate::node::children::child_path;
 use crate::node::kernel::{
-    check_base, delete_guaranteed, local_address, retry_after, retrying, session_error, MAX_TURNS,
+    check_base, delete_guaranteed, local_address, retry_after, retrying, session_error, turns,
 };
 
 /// Name of the node that says "everyone is in".
@@ -42,7 +41,6 @@ pub struct DistributedDoubleBarrier {
     member_qty: usize,
     ours: String,
     ready: String,
-    data: Bytes,
 }
 
 impl DistributedDoubleBarrier {
@@ -66,7 +64,6 @@ impl DistributedDoubleBarrier {
             client,
             path,
             member_qty,
-            data: local_address(),
         })
     }
 
@@ -104,14 +101,18 @@ impl DistributedDoubleBarrier {
             return Ok(true);
         }
         let mut watcher = Some(watcher);
-        for _ in 0..MAX_TURNS {
+        for _ in turns() {
             let children = retrying(client, || client.get_children(&self.path)).await?;
             if children.iter().any(|c| c == READY) {
                 return Ok(true);
             }
             if children.len() >= self.member_qty {
                 match client
-                    .create(&self.ready, &self.data, &CreateOptions::persistent())
+                    .create(
+                        &self.ready,
+                        &local_address().await,
+                        &CreateOptions::persistent(),
+                    )
                     .await
                 {
                     Ok(_) | Err(zk_client::Error::NodeExists) => return Ok(true),
@@ -143,8 +144,11 @@ impl DistributedDoubleBarrier {
     async fn create_ours(&self) -> Result<()> {
         let client = &self.client;
         let options = CreateOptions::new(CreateMode::Ephemeral).with_container_parents(true);
-        for _ in 0..MAX_TURNS {
-            match client.create_all(&self.ours, &self.data, &options).await {
+        for _ in turns() {
+            match client
+                .create_all(&self.ours, &local_address().await, &options)
+                .await
+            {
                 Ok(_) => return Ok(()),
                 // The UUID is ours alone: this member entered already.
                 Err(zk_client::Error::NodeExists) => {
@@ -186,7 +190,7 @@ impl DistributedDoubleBarrier {
         let client = &self.client;
         let ours = crate::node::kernel::name_of(&self.ours).to_owned();
         let mut deleted = false;
-        for _ in 0..MAX_TURNS {
+        for _ in turns() {
             let mut children = match retrying(client, || client.get_children(&self.path)).await {
                 Ok(children) => children,
                 Err(Error::Client(zk_client::Error::NoNode)) => Vec::new(),

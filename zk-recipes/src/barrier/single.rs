@@ -7,7 +7,7 @@ use zk_client::{Client, CreateMode};
 use super::bounded;
 use crate::error::Result;
 use crate::node::kernel::{
-    check_base, create_if_absent, delete_guaranteed, local_address, retry_after, MAX_TURNS,
+    check_base, create_if_absent, delete_guaranteed, local_address, retry_after, turns,
 };
 
 /// A barrier in Curator's `DistributedBarrier` layout: closed while a PERSISTENT node exists
@@ -56,7 +56,7 @@ impl DistributedBarrier {
         create_if_absent(
             &self.client,
             &self.path,
-            &local_address(),
+            &local_address().await,
             CreateMode::Persistent,
         )
         .await
@@ -84,7 +84,7 @@ impl DistributedBarrier {
     /// Cancel safe (the watch it leaves is dropped with it).
     pub async fn wait_on_barrier(&self, timeout: Option<Duration>) -> Result<bool> {
         bounded(timeout, async {
-            for _ in 0..MAX_TURNS {
+            for _ in turns() {
                 match self.client.exists_watch(&self.path).await {
                     Ok((None, _)) => return Ok(true),
                     // Any event (or the watch ending with the session, which the next

@@ -11,7 +11,7 @@ use super::cache::{ProviderStrategy, ServiceCache, ServiceProvider};
 use super::instance::{ServiceInstance, ServiceType};
 use crate::error::{Error, Result};
 use crate::node::children::child_path;
-use crate::node::kernel::{check_base, delete_guaranteed, retry_after, retrying, MAX_TURNS};
+use crate::node::kernel::{check_base, delete_guaranteed, retry_after, retrying, turns};
 use crate::node::{NodeOptions, PersistentNode};
 
 /// How long [`ServiceDiscovery::register`] waits for a dynamic instance's node.
@@ -283,7 +283,7 @@ async fn read_instance(client: &Client, path: &str) -> Result<Option<ServiceInst
 /// Creates or overwrites a persistent instance node (parents as containers).
 async fn write_persistent(client: &Client, path: &str, data: &[u8]) -> Result<()> {
     let options = CreateOptions::new(CreateMode::Persistent).with_container_parents(true);
-    for _ in 0..MAX_TURNS {
+    for _ in turns() {
         match client.set_data(path, data, None).await {
             Ok(_) => return Ok(()),
             Err(zk_client::Error::NoNode) => match client.create_all(path, data, &options).await {

@@ -13,23 +13,18 @@
 
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::watch;
 use tracing::{debug, warn};
-use uuid::Uuid;
-use zk_client::{Client, CreateMode, CreateOptions, EventType, SessionState, Stat, Watcher};
+use zk_client::{Client, CreateMode, EventType, Publisher, SessionState, Stat};
 
-use super::participants::queue;
 use super::{Leadership, LeadershipPolicy, Term};
-use crate::cleanup::find_own;
 use crate::error::{Error, LossReason, Result};
-use crate::lock::naming;
-use crate::lock::support::ensure_containers;
-use crate::retry::{retry_after, wait_connected, MAX_TURNS};
+use crate::queue::{list, naming, wait_for_node, Order, Protected};
+use crate::retry::{gave_up, retry_after, turns};
 
 /// Curator's `LeaderLatch.LOCK_NAME`.
 pub(crate) const LATCH_NAME: &str = "latch-";
 /// Curator's `InterProcessMutex` lock name, which `LeaderSelector` uses.
-pub(crate) const MUTEX_NAME: &str = crate::lock::naming::MUTEX_LOCK_NAME;
+pub(crate) const MUTEX_NAME: &str = naming::MUTEX_LOCK_NAME;
 
 /// Why an election on one session stopped.
 #[derive(Debug)]
@@ -46,17 +41,17 @@ pub(crate) struct Ctx {
     pub(crate) lock_name: &'static str,
     pub(crate) id: String,
     pub(crate) policy: LeadershipPolicy,
-    pub(crate) state: watch::Sender<Leadership>,
-    /// The node (or the guid of a create in flight) of the current session, for the
+    pub(crate) state: Arc<Publisher<Leadership>>,
+    /// The nodes of the current session's guid (a create may be in flight), for the
     /// cleanup on close.
-    pub(crate) own: Arc<Mutex<Option<(Client, Uuid)>>>,
+    pub(crate) own: Arc<Mutex<Option<(Client, Protected)>>>,
     pub(crate) terms: std::sync::atomic::AtomicU64,
 }
 
 impl Ctx {
     /// Publishes leadership of `node`, starting a term unless one of the same node runs.
     fn claim(&self, client: &Client, node: &str, stat: &Stat) {
-        self.state.send_if_modified(|state| {
+        self.state.publish_if(|state| {
             if matches!(state, Leadership::Leader(t) if t.node == node) {
                 return false;
             }
@@ -75,7 +70,7 @@ impl Ctx {
 
     /// Ends the current term, if any.
     pub(crate) fn step_down(&self) {
-        self.state.send_if_modified(|state| {
+        self.state.publish_if(|state| {
             if state.is_leader() {
                 *state = Leadership::Follower;
                 crate::metrics::leadership(self.lock_name, false);
@@ -105,61 +100,29 @@ fn is_session_end(e: &Error) -> bool {
 }
 
 async fn elect_inner(ctx: &Ctx, client: &Client) -> Result<Ended> {
-    for _ in 0..MAX_TURNS {
+    for _ in turns() {
         if client.state().is_terminal() {
             return Ok(Ended::SessionEnded);
         }
-        let guid = Uuid::new_v4();
+        let nodes = Protected::new(&ctx.base);
         if let Ok(mut own) = ctx.own.lock() {
-            *own = Some((client.clone(), guid));
+            *own = Some((client.clone(), nodes.clone()));
         }
-        let name = create_protected(ctx, client, &guid).await?;
+        // The protected create: a lost reply is recovered by guid, never with a second node.
+        let name = nodes.name(ctx.lock_name);
+        let mode = CreateMode::EphemeralSequential;
+        let (name, _) = nodes.create(client, &name, ctx.id.as_bytes(), mode).await?;
         // Our node is gone (deleted by someone, CURATOR-724): join again with a new one.
         follow(ctx, client, &name).await?;
         ctx.step_down();
     }
-    Err(Error::Timeout)
-}
-
-/// Creates `_c_<guid>-latch-<seq>` with our id as data, finding it again by its guid after
-/// a lost reply. Returns the node's name.
-async fn create_protected(ctx: &Ctx, client: &Client, guid: &Uuid) -> Result<String> {
-    let path = format!(
-        "{}/{}",
-        ctx.base,
-        naming::protected_node_name(guid, ctx.lock_name)
-    );
-    let options = CreateOptions::new(CreateMode::EphemeralSequential);
-    for _ in 0..MAX_TURNS {
-        match client.create(&path, ctx.id.as_bytes(), &options).await {
-            Ok((created, _)) => return Ok(last_segment(&created).to_owned()),
-            Err(zk_client::Error::NoNode) => ensure_containers(client, &ctx.base).await?,
-            Err(e) if e.is_connection_loss() => {
-                wait_connected(client).await?;
-                if let Some(found) = find_own(client, &ctx.base, guid).await? {
-                    let full = format!("{}/{found}", ctx.base);
-                    match client.exists(&full).await {
-                        Ok(Some(stat)) if stat.ephemeral_owner == client.session_id() => {
-                            debug!(node = %full, "recovered our latch node after a lost reply");
-                            return Ok(found);
-                        }
-                        // Another session's: ours ended, the node goes with it.
-                        Ok(_) => return Err(Error::LockLost(LossReason::SessionEnded)),
-                        Err(e) if e.is_connection_loss() => continue,
-                        Err(e) => return Err(e.into()),
-                    }
-                }
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(Error::Client(zk_client::Error::ConnectionLoss))
+    Err(gave_up())
 }
 
 /// Follows the queue until our node is gone (returns `Ok`) or the session ends (an error).
 async fn follow(ctx: &Ctx, client: &Client, ours: &str) -> Result<()> {
-    for _ in 0..MAX_TURNS {
-        let nodes = queue(client, &ctx.base, ctx.lock_name).await?;
+    for _ in turns() {
+        let nodes = list(client, &ctx.base, Order::Election(ctx.lock_name)).await?;
         let Some(index) = nodes.iter().position(|n| n == ours) else {
             return Ok(());
         };
@@ -169,26 +132,10 @@ async fn follow(ctx: &Ctx, client: &Client, ours: &str) -> Result<()> {
             }
             continue;
         };
-        // getData, not exists: it leaves no watch behind on a node that is already gone.
-        let path = format!("{}/{previous}", ctx.base);
-        match client.get_data_watch(&path).await {
-            Ok((_, _, watcher)) => {
-                debug!(%path, "watching our predecessor");
-                wait_event(client, watcher).await?;
-            }
-            Err(zk_client::Error::NoNode) => {}
-            Err(e) => retry_after(client, e).await?,
-        }
+        // Any wake-up: list again.
+        wait_for_node(client, &format!("{}/{previous}", ctx.base)).await?;
     }
-    Err(Error::Timeout)
-}
-
-/// Waits for a predecessor's watch to fire (any event: the caller lists again).
-async fn wait_event(client: &Client, watcher: Watcher) -> Result<()> {
-    match watcher.await {
-        Ok(_) => Ok(()),
-        Err(e) => retry_after(client, e).await,
-    }
+    Err(gave_up())
 }
 
 /// We are first: confirm the node is our session's (CURATOR-696) and lead until it is
@@ -201,11 +148,8 @@ async fn lead(ctx: &Ctx, client: &Client, ours: &str) -> Result<bool> {
     let (stat, mut watcher) = match client.get_data_watch(&path).await {
         Ok((_, stat, watcher)) => (stat, watcher),
         Err(zk_client::Error::NoNode) => return Ok(false),
-        Err(e) if e.is_connection_loss() => {
-            wait_connected(client).await?;
-            return Ok(true);
-        }
-        Err(e) => return Err(e.into()),
+        // A connection loss is waited out (then look again); anything else ends the round.
+        Err(e) => return retry_after(client, e).await.map(|()| true),
     };
     if stat.ephemeral_owner != client.session_id() {
         // A node with our name that another session owns (CURATOR-696): never lead from it,
@@ -216,11 +160,7 @@ async fn lead(ctx: &Ctx, client: &Client, ours: &str) -> Result<bool> {
             Ok(()) | Err(zk_client::Error::NoNode) => {}
             // Written to meanwhile: look again (and check its owner again).
             Err(zk_client::Error::BadVersion) => return Ok(true),
-            Err(e) if e.is_connection_loss() => {
-                wait_connected(client).await?;
-                return Ok(true);
-            }
-            Err(e) => return Err(e.into()),
+            Err(e) => return retry_after(client, e).await.map(|()| true),
         }
         return Ok(false);
     }
@@ -230,7 +170,7 @@ async fn lead(ctx: &Ctx, client: &Client, ours: &str) -> Result<bool> {
         return Ok(true);
     }
     ctx.claim(client, &path, &stat);
-    for _ in 0..MAX_TURNS {
+    for _ in turns() {
         tokio::select! {
             event = &mut watcher => match event {
                 Ok(e) if e.event_type == EventType::NodeDeleted => {
@@ -252,7 +192,7 @@ async fn lead(ctx: &Ctx, client: &Client, ours: &str) -> Result<bool> {
             }
         }
     }
-    Err(Error::Timeout)
+    Err(gave_up())
 }
 
 /// A leader's reaction to a session state change: `Some` ends the current `lead`.
@@ -273,8 +213,4 @@ fn on_state(ctx: &Ctx, state: SessionState) -> Option<Result<bool>> {
         }
         _ => None,
     }
-}
-
-fn last_segment(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
 }

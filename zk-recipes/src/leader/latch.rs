@@ -4,23 +4,19 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
-use zk_client::{Client, ClientWatcher, SessionManager};
+use zk_client::{Client, ClientWatcher, Publisher, SessionManager, Transitions};
 
 use super::election::{elect, Ctx, Ended, LATCH_NAME};
-use super::participants::{participants, Participant};
 use super::{Leadership, LeadershipPolicy, Term};
-use crate::cleanup::{delete_guaranteed, find_own};
 use crate::error::{Error, Result};
-use crate::lock::support::check_base;
+use crate::queue::{check_base, participants, Order, Participant};
+use crate::retry::{deadline_after, turns, until};
 
 /// Pause before retrying the election after an unexpected server error.
 const RETRY_PAUSE: Duration = Duration::from_millis(500);
-/// Bound on the sessions (and error retries) one latch goes through.
-const MAX_ROUNDS: usize = 1_000_000;
 
 /// A leader latch: every participant adds a node under one path; the first node's owner
 /// leads until it closes, its session ends, or (by default) its connection is lost.
@@ -43,14 +39,14 @@ const MAX_ROUNDS: usize = 1_000_000;
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// use std::time::Duration;
 /// use zk_client::{Client, SessionManager};
-/// use zk_recipes::leader::{LeaderLatch, LeadershipPolicy};
+/// use zk_recipes::{LeaderLatch, LeadershipPolicy};
 ///
 /// let manager = SessionManager::connect(Client::builder("127.0.0.1:2181")).await?;
 /// let latch = LeaderLatch::start(&manager, "/election/reports", "worker-1", LeadershipPolicy::Standard)?;
-/// let term = latch.await_leadership(Some(Duration::from_secs(30))).await?;
+/// let term = latch.await_leadership_timeout(Duration::from_secs(30)).await?;
 /// println!("leading, fencing token {}", term.fencing_token);
 /// let mut changes = latch.watch();
-/// while changes.changed().await.is_ok() && changes.borrow().is_leader() {}
+/// changes.wait_for(|s| !s.is_leader()).await;
 /// println!("leadership lost");
 /// latch.close().await?;
 /// # Ok(()) }
@@ -66,7 +62,7 @@ struct Inner {
     lock_name: &'static str,
     id: String,
     manager: SessionManager,
-    state: watch::Receiver<Leadership>,
+    state: Arc<Publisher<Leadership>>,
     stop: CancellationToken,
     task: Mutex<Option<JoinHandle<()>>>,
 }
@@ -107,13 +103,13 @@ impl LeaderLatch {
         lock_name: &'static str,
     ) -> Result<LeaderLatch> {
         let base = check_base(path)?;
-        let (tx, rx) = watch::channel(Leadership::Follower);
+        let state = Arc::new(Publisher::new(Leadership::Follower));
         let ctx = Ctx {
             base: base.clone(),
             lock_name,
             id: id.to_owned(),
             policy,
-            state: tx,
+            state: state.clone(),
             own: Arc::new(Mutex::new(None)),
             terms: AtomicU64::new(0),
         };
@@ -125,7 +121,7 @@ impl LeaderLatch {
                 lock_name,
                 id: id.to_owned(),
                 manager: manager.clone(),
-                state: rx,
+                state,
                 stop,
                 task: Mutex::new(Some(task)),
             }),
@@ -144,49 +140,52 @@ impl LeaderLatch {
 
     /// Whether we lead now (as last observed: see [`LeadershipPolicy`]).
     pub fn is_leader(&self) -> bool {
-        self.inner.state.borrow().is_leader()
+        self.inner.state.current().is_leader()
     }
 
     /// Our leadership now.
     pub fn leadership(&self) -> Leadership {
-        self.inner.state.borrow().clone()
+        self.inner.state.current()
     }
 
     /// Follows our leadership: each change (term start, term end, close) is published; a
     /// receiver that looks later sees the latest (a new term has a new
     /// [`Term::number`], so a term that ended and another that began in between are noticed).
-    pub fn watch(&self) -> watch::Receiver<Leadership> {
-        self.inner.state.clone()
+    pub fn watch(&self) -> Transitions<Leadership> {
+        self.inner.state.subscribe()
     }
 
     /// Waits until we lead and returns the term.
     ///
     /// # Errors
     ///
-    /// [`Error::Timeout`] when `timeout` passes first; [`Error::Client`]`(Closed)` when the
-    /// latch is (or gets) closed or its session manager ended.
+    /// [`Error::Client`]`(Closed)` when the latch is (or gets) closed or its session manager
+    /// ended.
     ///
     /// # Cancel safety
     ///
     /// Cancel safe: it only observes.
-    pub async fn await_leadership(&self, timeout: Option<Duration>) -> Result<Term> {
-        let mut rx = self.inner.state.clone();
-        let wait = async move {
-            let state = rx
-                .wait_for(|s| s.is_leader() || *s == Leadership::Closed)
-                .await
-                .map_err(|_| Error::Client(zk_client::Error::Closed))?;
-            match &*state {
-                Leadership::Leader(term) => Ok(term.clone()),
-                _ => Err(Error::Client(zk_client::Error::Closed)),
-            }
-        };
-        match timeout {
-            None => wait.await,
-            Some(t) => tokio::time::timeout(t, wait)
-                .await
-                .unwrap_or(Err(Error::Timeout)),
+    pub async fn await_leadership(&self) -> Result<Term> {
+        let mut rx = self.inner.state.subscribe();
+        // `Closed` is final, so this ends with it at the latest.
+        match rx.wait_for(|s| s.is_leader()).await {
+            Leadership::Leader(term) => Ok(term),
+            _ => Err(Error::Client(zk_client::Error::Closed)),
         }
+    }
+
+    /// Waits at most `timeout` until we lead and returns the term.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Timeout`] when `timeout` passes first; otherwise as
+    /// [`await_leadership`](Self::await_leadership).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only observes.
+    pub async fn await_leadership_timeout(&self, timeout: Duration) -> Result<Term> {
+        until(deadline_after(Some(timeout)), self.await_leadership()).await
     }
 
     /// Every participant in election order, ids read from the nodes (Curator's
@@ -201,7 +200,12 @@ impl LeaderLatch {
     ///
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<Participant>> {
-        participants(&self.client(), &self.inner.base, self.inner.lock_name).await
+        participants(
+            &self.client(),
+            &self.inner.base,
+            Order::Election(self.inner.lock_name),
+        )
+        .await
     }
 
     /// The leader (the first participant), if any (Curator's `getLeader`).
@@ -248,7 +252,8 @@ impl LeaderLatch {
 /// The latch's task: the election on each session the manager publishes, until stopped.
 async fn run(ctx: Ctx, mut clients: ClientWatcher, stop: CancellationToken) {
     let mut client = clients.current().client.clone();
-    for _ in 0..MAX_ROUNDS {
+    // Bounded as every retry loop (sessions and error retries).
+    for _ in turns() {
         let ended = tokio::select! {
             _ = stop.cancelled() => break,
             ended = elect(&ctx, &client) => ended,
@@ -277,25 +282,18 @@ async fn run(ctx: Ctx, mut clients: ClientWatcher, stop: CancellationToken) {
     }
     ctx.step_down();
     remove_own(&ctx).await;
-    ctx.state.send_replace(Leadership::Closed);
+    ctx.state.publish(Leadership::Closed);
 }
 
-/// Removes the node of the current session, found by its guid (requests are ordered at
-/// call time, so the listing follows any create sent).
+/// Removes every node of the current session's guid (requests are ordered at call time, so
+/// the listing follows any create sent).
 async fn remove_own(ctx: &Ctx) {
     let own = ctx.own.lock().ok().and_then(|mut o| o.take());
-    let Some((client, guid)) = own else { return };
+    let Some((client, nodes)) = own else { return };
     if client.state().is_terminal() {
         return;
     }
-    let result = async {
-        if let Some(name) = find_own(&client, &ctx.base, &guid).await? {
-            delete_guaranteed(&client, &format!("{}/{name}", ctx.base), None).await?;
-        }
-        Ok::<_, Error>(())
-    }
-    .await;
-    if let Err(e) = result {
+    if let Err(e) = nodes.delete_all(&client).await {
         warn!(base = %ctx.base, error = %e, "could not remove our latch node");
     }
 }

@@ -8,19 +8,17 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use zk_client::{Client, SessionManager};
-//! use zk_recipes::leader::{LeaderLatch, Leadership, LeadershipPolicy};
+//! use zk_recipes::{LeaderLatch, Leadership, LeadershipPolicy};
 //!
 //! let manager = SessionManager::connect(Client::builder("127.0.0.1:2181")).await?;
 //! let latch = LeaderLatch::start(&manager, "/election/app", "me", LeadershipPolicy::Standard)?;
+//! // The one transition type of both crates (zk_client::Transitions), as for a lock's state.
 //! let mut changes = latch.watch();
 //! loop {
-//!     match &*changes.borrow_and_update() {
+//!     match changes.changed().await {
 //!         Leadership::Leader(term) => println!("term {} (token {})", term.number, term.fencing_token),
 //!         Leadership::Follower => println!("following"),
 //!         _ => break,
-//!     }
-//!     if changes.changed().await.is_err() {
-//!         break;
 //!     }
 //! }
 //! # Ok(()) }
@@ -28,12 +26,10 @@
 
 mod election;
 mod latch;
-mod participants;
 mod selector;
 
 pub use latch::LeaderLatch;
-pub use participants::Participant;
-pub use selector::LeaderSelector;
+pub use selector::{LeaderSelector, LeaderSelectorBuilder};
 
 /// When a leader considers its leadership gone (Curator's connection-state error policy).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -53,8 +49,19 @@ pub enum LeadershipPolicy {
     SessionLoss,
 }
 
+impl zk_client::Observable for Leadership {
+    fn is_final(&self) -> bool {
+        *self == Leadership::Closed
+    }
+
+    fn when_gone(_last: &Self) -> Self {
+        Leadership::Closed
+    }
+}
+
 /// One term of leadership of one participant.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Term {
     /// Counts this participant's terms, from 1.
     pub number: u64,

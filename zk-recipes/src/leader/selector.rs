@@ -1,23 +1,19 @@
 //! [`LeaderSelector`]: runs the caller's work while leader, in Curator's mutex layout.
 
 use std::future::Future;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
-use zk_client::{Client, SessionManager};
+use zk_client::{Client, Publisher, SessionManager, Transitions};
 
 use super::election::MUTEX_NAME;
 use super::latch::LeaderLatch;
-use super::participants::{participants, Participant};
 use super::{Leadership, LeadershipPolicy, Term};
 use crate::error::{Error, Result};
-use crate::lock::support::check_base;
-
-/// Bound on the terms one selector runs.
-const MAX_TERMS: u64 = 1_000_000;
+use crate::queue::{check_base, participants, Order, Participant};
+use crate::retry::turns;
 
 /// Runs a future while this participant leads; drops it (cancelling it) the moment
 /// leadership is lost; optionally queues again afterwards (Curator's `autoRequeue`).
@@ -38,22 +34,18 @@ const MAX_TERMS: u64 = 1_000_000;
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// use zk_client::{Client, SessionManager};
-/// use zk_recipes::leader::{LeaderSelector, LeadershipPolicy};
+/// use zk_client::{Client, Publisher, SessionManager, Transitions};
+/// use zk_recipes::{LeaderSelector, LeadershipPolicy};
 ///
 /// let manager = SessionManager::connect(Client::builder("127.0.0.1:2181")).await?;
-/// let selector = LeaderSelector::start(
-///     &manager,
-///     "/election/compactor",
-///     "node-7",
-///     LeadershipPolicy::Standard,
-///     true,
-///     |client, term| async move {
+/// let selector = LeaderSelector::builder(&manager, "/election/compactor", "node-7")
+///     .policy(LeadershipPolicy::Standard)
+///     .auto_requeue(true)
+///     .start(|client, term| async move {
 ///         println!("leading with token {}", term.fencing_token);
 ///         // ... work; dropped if leadership is lost ...
 ///         let _ = client.sync("/").await;
-///     },
-/// )?;
+///     })?;
 /// # selector.close().await?;
 /// # Ok(()) }
 /// ```
@@ -61,7 +53,7 @@ const MAX_TERMS: u64 = 1_000_000;
 pub struct LeaderSelector {
     base: String,
     manager: SessionManager,
-    state: watch::Receiver<Leadership>,
+    state: Arc<Publisher<Leadership>>,
     stop: CancellationToken,
     task: Mutex<Option<JoinHandle<()>>>,
 }
@@ -72,10 +64,36 @@ impl Drop for LeaderSelector {
     }
 }
 
-impl LeaderSelector {
-    /// Joins the election on `path` as `id` and returns at once. Each time we lead,
-    /// `work(client, term)` runs (with the client of the session that leads); when it
-    /// returns, we give leadership up, and queue again if `auto_requeue`.
+/// Options of a [`LeaderSelector`], from [`LeaderSelector::builder`]: the policy
+/// (default [`LeadershipPolicy::Standard`]) and whether to queue again after each term
+/// (default off, as Curator's `autoRequeue`).
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until started"]
+pub struct LeaderSelectorBuilder {
+    manager: SessionManager,
+    path: String,
+    id: String,
+    policy: LeadershipPolicy,
+    auto_requeue: bool,
+}
+
+impl LeaderSelectorBuilder {
+    /// When leadership counts as lost (default [`LeadershipPolicy::Standard`]).
+    pub fn policy(mut self, policy: LeadershipPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Queue again at the end after each term, and after a session expiry (Curator's
+    /// `autoRequeue`; default off: the selector closes after its first term).
+    pub fn auto_requeue(mut self, auto_requeue: bool) -> Self {
+        self.auto_requeue = auto_requeue;
+        self
+    }
+
+    /// Joins the election and returns at once. Each time we lead, `work(client, term)`
+    /// runs (with the client of the session that leads); when it returns, we give
+    /// leadership up, and queue again with [`auto_requeue`](Self::auto_requeue).
     ///
     /// # Errors
     ///
@@ -84,46 +102,59 @@ impl LeaderSelector {
     /// # Panics
     ///
     /// Outside a tokio runtime (the election runs in a spawned task), as `tokio::spawn`.
-    pub fn start<F, Fut>(
-        manager: &SessionManager,
-        path: &str,
-        id: &str,
-        policy: LeadershipPolicy,
-        auto_requeue: bool,
-        work: F,
-    ) -> Result<LeaderSelector>
+    pub fn start<F, Fut>(self, work: F) -> Result<LeaderSelector>
     where
         F: FnMut(Client, Term) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let base = check_base(path)?;
-        let (tx, rx) = watch::channel(Leadership::Follower);
+        let base = check_base(&self.path)?;
+        let state = Arc::new(Publisher::new(Leadership::Follower));
         let stop = CancellationToken::new();
         let turn = Turn {
-            manager: manager.clone(),
+            manager: self.manager.clone(),
             base: base.clone(),
-            id: id.to_owned(),
-            policy,
+            id: self.id,
+            policy: self.policy,
         };
-        let task = tokio::spawn(run(turn, auto_requeue, work, tx, stop.clone()));
+        let task = tokio::spawn(run(
+            turn,
+            self.auto_requeue,
+            work,
+            state.clone(),
+            stop.clone(),
+        ));
         Ok(LeaderSelector {
             base,
-            manager: manager.clone(),
-            state: rx,
+            manager: self.manager,
+            state,
             stop,
             task: Mutex::new(Some(task)),
         })
     }
+}
+
+impl LeaderSelector {
+    /// A selector on `path` as participant `id`, on `manager`'s sessions: set its options,
+    /// then [`start`](LeaderSelectorBuilder::start) it with the work to run while leading.
+    pub fn builder(manager: &SessionManager, path: &str, id: &str) -> LeaderSelectorBuilder {
+        LeaderSelectorBuilder {
+            manager: manager.clone(),
+            path: path.to_owned(),
+            id: id.to_owned(),
+            policy: LeadershipPolicy::default(),
+            auto_requeue: false,
+        }
+    }
 
     /// Whether our work runs now (we lead).
     pub fn is_leader(&self) -> bool {
-        self.state.borrow().is_leader()
+        self.state.current().is_leader()
     }
 
     /// Follows our leadership: `Leader(term)` while the work runs, `Follower` between
     /// terms, `Closed` once the selector stopped (closed, or done without re-queue).
-    pub fn watch(&self) -> watch::Receiver<Leadership> {
-        self.state.clone()
+    pub fn watch(&self) -> Transitions<Leadership> {
+        self.state.subscribe()
     }
 
     /// Every participant in queue order (Curator's `getParticipants`); the first leads.
@@ -136,7 +167,12 @@ impl LeaderSelector {
     ///
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<Participant>> {
-        participants(&self.manager.client(), &self.base, MUTEX_NAME).await
+        participants(
+            &self.manager.client(),
+            &self.base,
+            Order::Election(MUTEX_NAME),
+        )
+        .await
     }
 
     /// Waits until the selector stops by itself (the work returned and `auto_requeue` is
@@ -146,8 +182,8 @@ impl LeaderSelector {
     ///
     /// Cancel safe: it only observes.
     pub async fn finished(&self) {
-        let mut rx = self.state.clone();
-        let _ = rx.wait_for(|s| *s == Leadership::Closed).await;
+        // `Closed` is final: this ends with it.
+        let _ = self.state.subscribe().wait_for(|_| false).await;
     }
 
     /// Stops: drops the work if it runs, leaves the election (our node is deleted), and
@@ -186,15 +222,15 @@ async fn run<F, Fut>(
     turn: Turn,
     auto_requeue: bool,
     mut work: F,
-    state: watch::Sender<Leadership>,
+    state: Arc<Publisher<Leadership>>,
     stop: CancellationToken,
 ) where
     F: FnMut(Client, Term) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    for number in 1..=MAX_TERMS {
+    for number in turns().map(|n| 1 + n as u64) {
         let result = one_term(&turn, number, &mut work, &state, &stop).await;
-        state.send_replace(Leadership::Follower);
+        state.publish(Leadership::Follower);
         match result {
             Ok(true) if auto_requeue && !stop.is_cancelled() => continue,
             Ok(_) => break,
@@ -204,7 +240,7 @@ async fn run<F, Fut>(
             }
         }
     }
-    state.send_replace(Leadership::Closed);
+    state.publish(Leadership::Closed);
 }
 
 /// Queues once, runs the work while leading, leaves. `Ok(true)` when the turn ended
@@ -213,7 +249,7 @@ async fn one_term<F, Fut>(
     turn: &Turn,
     number: u64,
     work: &mut F,
-    state: &watch::Sender<Leadership>,
+    state: &Publisher<Leadership>,
     stop: &CancellationToken,
 ) -> Result<bool>
 where
@@ -225,7 +261,7 @@ where
     let outcome = async {
         let latch_term = tokio::select! {
             _ = stop.cancelled() => return Ok::<bool, Error>(false),
-            term = latch.await_leadership(None) => term?,
+            term = latch.await_leadership() => term?,
         };
         let latch_number = latch_term.number;
         let term = Term {
@@ -237,7 +273,7 @@ where
             // The manager has moved on to a new session since: this term is already over.
             return Ok(true);
         }
-        state.send_replace(Leadership::Leader(term.clone()));
+        state.publish(Leadership::Leader(term.clone()));
         debug!(base = %turn.base, number, "leading: work starts");
         let mut leadership = latch.watch();
         tokio::select! {
@@ -252,7 +288,7 @@ where
     }
     .await;
     // The work is dropped (or done) before our node goes: no overlap with the next leader.
-    state.send_replace(Leadership::Follower);
+    state.publish(Leadership::Follower);
     latch.close().await?;
     outcome
 }

@@ -9,12 +9,13 @@ use tokio::time::Instant;
 use uuid::Uuid;
 use zk_client::{Client, CreateMode, CreateOptions, Stat};
 
-use super::support::{check_base, ensure_containers, local_permit};
-use crate::cleanup::{delete_guaranteed, BoxTask, OnDrop};
+use super::support::local_permit;
 use crate::error::{Error, Result};
 use crate::guard::{Hold, LockGuard};
-use crate::owner::Participant;
-use crate::retry::{deadline_after, retry_after, retrying, until, wait_connected, MAX_TURNS};
+use crate::queue::{
+    check_base, delete_guaranteed, ensure_containers, BoxTask, OnDrop, Participant,
+};
+use crate::retry::{deadline_after, gave_up, retry_after, retrying, turns, until};
 
 /// A simple exclusive lock: whoever creates the ephemeral node at `path` holds it; the others
 /// watch it and race again when it is deleted.
@@ -95,7 +96,11 @@ impl ExclusiveLock {
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<Participant>> {
         match retrying(&self.client, || self.client.get_data(&self.path)).await {
-            Ok((data, _)) => Ok(vec![Participant::new(self.path.clone(), data)]),
+            Ok((data, _)) => Ok(vec![Participant {
+                path: self.path.clone(),
+                data,
+                is_first: true,
+            }]),
             Err(Error::Client(zk_client::Error::NoNode)) => Ok(Vec::new()),
             Err(e) => Err(e),
         }
@@ -198,7 +203,7 @@ impl ExclusiveLock {
     /// epoch read before the request that showed the node ours.
     async fn race(&self, mark: &Mark, try_only: bool) -> Result<Option<(Stat, u64)>> {
         let options = CreateOptions::new(CreateMode::Ephemeral);
-        for _ in 0..MAX_TURNS {
+        for _ in turns() {
             let epoch = self.client.connection_epoch();
             match self.client.create(&self.path, &mark.data, &options).await {
                 Ok((_, stat)) => return Ok(Some((stat, epoch))),
@@ -228,17 +233,17 @@ impl ExclusiveLock {
                     };
                     ensure_containers(&self.client, parent).await?;
                 }
-                Err(e) if e.is_connection_loss() => {
-                    wait_connected(&self.client).await?;
+                Err(e) => {
+                    // A connection loss: the create may have applied. Anything else ends here.
+                    retry_after(&self.client, e).await?;
                     let epoch = self.client.connection_epoch();
                     if let Some(stat) = self.owned_stat(mark).await? {
                         return Ok(Some((stat, epoch)));
                     }
                 }
-                Err(e) => return Err(e.into()),
             }
         }
-        Err(Error::Timeout)
+        Err(gave_up())
     }
 
     /// The node's stat if it exists and is ours.
@@ -246,8 +251,8 @@ impl ExclusiveLock {
         match self.client.get_data(&self.path).await {
             Ok((held_by, stat)) if mark.is_ours(&held_by, &stat) => Ok(Some(stat)),
             Ok(_) | Err(zk_client::Error::NoNode) => Ok(None),
-            Err(e) if e.is_connection_loss() => Ok(None),
-            Err(e) => Err(e.into()),
+            // A connection loss: go round again (create, then look).
+            Err(e) => retry_after(&self.client, e).await.map(|()| None),
         }
     }
 }

@@ -9,12 +9,11 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use zk_client::Client;
 
-use super::acquire::{acquire, QueueSpec};
-use super::naming::{Intent, MUTEX_LOCK_NAME};
-use super::support::{check_base, local_permit, Owner};
+use super::support::{local_permit, Owner};
 use crate::error::{Error, Result};
 use crate::guard::{Hold, LockGuard, ReleaseHook};
-use crate::owner::{local_address, participants, Participant};
+use crate::queue::naming::{self, Intent, MUTEX_LOCK_NAME};
+use crate::queue::{acquire, check_base, participants, Order, Participant, QueueSpec};
 use crate::retry::deadline_after;
 
 /// Who holds the lock in this process, for re-entry.
@@ -112,7 +111,7 @@ impl FairLock {
                 base: check_base(path)?,
                 lock_name: MUTEX_LOCK_NAME,
                 intent: Intent::Write,
-                data: local_address(),
+                data: None,
             },
             None,
         ))
@@ -136,12 +135,6 @@ impl FairLock {
         }
     }
 
-    /// A mutex used inside another recipe: no metrics or spans of its own.
-    pub(crate) fn internal(client: Client, path: &str) -> Result<FairLock> {
-        let lock = FairLock::new(client, path)?;
-        Ok(lock.rebuilt(lock.inner.spec.clone(), None))
-    }
-
     /// The lock's path.
     pub fn path(&self) -> &str {
         &self.inner.spec.base
@@ -161,7 +154,7 @@ impl FairLock {
     /// ```
     pub fn with_owner_data(&self, data: impl Into<Bytes>) -> FairLock {
         let mut spec = self.inner.spec.clone();
-        spec.data = data.into();
+        spec.data = Some(data.into());
         self.rebuilt(spec, self.inner.kind)
     }
 
@@ -179,9 +172,11 @@ impl FairLock {
         }
     }
 
-    /// The owner data this lock's nodes carry.
-    pub fn owner_data(&self) -> &Bytes {
-        &self.inner.spec.data
+    /// The owner data this lock's nodes carry, if chosen with
+    /// [`with_owner_data`](Self::with_owner_data); `None`: Curator's default, the local
+    /// host's address (resolved once per process, off the runtime, at the first acquisition).
+    pub fn owner_data(&self) -> Option<&Bytes> {
+        self.inner.spec.data.as_ref()
     }
 
     /// Everyone queued on this lock, holder first, with their owner data: Curator's
@@ -197,7 +192,7 @@ impl FairLock {
     ///
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<Participant>> {
-        participants(&self.inner.client, &self.inner.spec.base).await
+        participants(&self.inner.client, &self.inner.spec.base, Order::Sequence).await
     }
 
     /// Waits until the lock is held.
@@ -298,7 +293,7 @@ impl FairLock {
             .companion
             .as_ref()
             .and_then(|w| w.current_hold())
-            .map(|h| super::acquire::base_name(h.path()).to_owned());
+            .map(|h| naming::base_name(h.path()).to_owned());
         let Some(acquired) = acquire(
             &self.inner.client,
             &self.inner.spec,

@@ -6,13 +6,11 @@
 //! | [`ReadWriteLock`] | `__READ__` / `__WRIT__` queue | yes | only the waiters it unblocks | many readers, occasional writers |
 //! | [`ExclusiveLock`] | one node at `<path>` | no | every waiter | rare contention, smallest cost |
 
-pub(crate) mod acquire;
 mod exclusive;
 mod fair;
 mod multi;
-pub(crate) mod naming;
 mod shared;
-pub(crate) mod support;
+mod support;
 
 pub use exclusive::ExclusiveLock;
 pub use fair::FairLock;

@@ -10,15 +10,15 @@ use tracing::debug;
 
 use super::{ExclusiveLock, FairLock};
 use crate::error::{Error, Result};
-use crate::guard::{LockGuard, Released};
+use crate::guard::LockGuard;
+use crate::queue::Released;
 use crate::retry::deadline_after;
-use crate::semaphore::SemaphoreMutex;
 
 /// The future of [`Lock::acquire_until`].
 pub type AcquireFuture<'a> = Pin<Box<dyn Future<Output = Result<LockGuard>> + Send + 'a>>;
 
 /// A lock a [`MultiLock`] can take: [`FairLock`] (either side of a
-/// [`ReadWriteLock`](crate::ReadWriteLock) too), [`ExclusiveLock`], [`SemaphoreMutex`].
+/// [`ReadWriteLock`](crate::ReadWriteLock) too), [`ExclusiveLock`], [`SemaphoreMutex`](crate::SemaphoreMutex).
 pub trait Lock: Send + Sync + std::fmt::Debug {
     /// Waits for the lock until `deadline` (none: no limit).
     ///
@@ -40,17 +40,6 @@ impl Lock for FairLock {
 }
 
 impl Lock for ExclusiveLock {
-    fn acquire_until(&self, deadline: Option<Instant>) -> AcquireFuture<'_> {
-        Box::pin(async move {
-            match remaining(deadline) {
-                None => self.acquire().await,
-                Some(left) => self.acquire_timeout(left).await,
-            }
-        })
-    }
-}
-
-impl Lock for SemaphoreMutex {
     fn acquire_until(&self, deadline: Option<Instant>) -> AcquireFuture<'_> {
         Box::pin(async move {
             match remaining(deadline) {

@@ -2,12 +2,10 @@
 
 use zk_client::Client;
 
-use super::acquire::QueueSpec;
 use super::fair::FairLock;
-use super::naming::{Intent, READ_LOCK_NAME, WRITE_LOCK_NAME};
-use super::support::check_base;
 use crate::error::Result;
-use crate::owner::{local_address, Participant};
+use crate::queue::naming::{Intent, READ_LOCK_NAME, WRITE_LOCK_NAME};
+use crate::queue::{check_base, Participant, QueueSpec};
 use bytes::Bytes;
 
 /// A fair read/write lock: readers hold it together unless a writer queued before them;
@@ -62,7 +60,7 @@ impl ReadWriteLock {
                 base: base.clone(),
                 lock_name: WRITE_LOCK_NAME,
                 intent: Intent::Write,
-                data: local_address(),
+                data: None,
             },
             None,
         );
@@ -72,7 +70,7 @@ impl ReadWriteLock {
                 base,
                 lock_name: READ_LOCK_NAME,
                 intent: Intent::Read,
-                data: local_address(),
+                data: None,
             },
             Some(&write),
         );
@@ -97,7 +95,7 @@ impl ReadWriteLock {
         let read = FairLock::with_spec(
             self.read.client().clone(),
             QueueSpec {
-                data,
+                data: Some(data),
                 ..self.read.spec().clone()
             },
             Some(&write),

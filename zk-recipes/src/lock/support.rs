@@ -1,14 +1,12 @@
-//! Helpers shared by the locks: owner identity, containers, the local permit and path checks.
-//! Retrying and cleaning up are the crate's toolkit ([`crate::retry`], [`crate::cleanup`]).
+//! Helpers shared by the locks: the local owner identity and the instance-local permit.
 
 use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
-use zk_client::{Client, CreateMode, CreateOptions};
 
 use crate::error::{Error, Result};
-use crate::retry::{retry_after, until};
+use crate::retry::until;
 
 /// Who holds a lock locally: the tokio task, or the thread when not inside a task (a
 /// `block_on` body, such as a `#[tokio::main]` or `#[tokio::test]` function).
@@ -24,17 +22,6 @@ impl Owner {
             Some(id) => Owner::Task(id),
             None => Owner::Thread(std::thread::current().id()),
         }
-    }
-}
-
-/// Creates `path` and its missing ancestors as containers (so the server removes them when
-/// empty, as Curator does with `creatingParentContainersIfNeeded`). A connection loss is
-/// waited out and left to the caller's retry.
-pub(crate) async fn ensure_containers(client: &Client, path: &str) -> Result<()> {
-    let options = CreateOptions::new(CreateMode::Container);
-    match client.create_all(path, &[], &options).await {
-        Ok(_) | Err(zk_client::Error::NodeExists) => Ok(()),
-        Err(e) => retry_after(client, e).await,
     }
 }
 
@@ -57,21 +44,4 @@ pub(crate) async fn local_permit(
             .map_err(|_| Error::Client(zk_client::Error::Closed))
     })
     .await
-}
-
-/// Validates a lock's base path: absolute, not the root, no trailing slash.
-pub(crate) fn check_base(path: &str) -> Result<String> {
-    let reason = if !path.starts_with('/') {
-        "must start with /"
-    } else if path == "/" {
-        "must not be the root"
-    } else if path.ends_with('/') {
-        "must not end with /"
-    } else {
-        return Ok(path.to_owned());
-    };
-    Err(Error::InvalidPath {
-        path: path.to_owned(),
-        reason,
-    })
 }

@@ -12,7 +12,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::debug;
 use zk_client::{AddWatchMode, Client, ClientWatcher, EventType, PersistentWatcher, WatcherType};
 
-use super::kernel::{name_of, parent_of, MAX_TURNS};
+use super::kernel::{name_of, parent_of, turns};
 
 /// The children of the followed node: name → data.
 pub(crate) type Children = Arc<BTreeMap<String, Bytes>>;
@@ -70,7 +70,7 @@ async fn follow(
     stop: CancellationToken,
 ) {
     let mut client = clients.current().client.clone();
-    for _ in 0..MAX_TURNS {
+    for _ in turns() {
         match follow_on(&client, &path, &tx, &stop).await {
             End::Stopped => break,
             End::SessionEnded => {
@@ -100,7 +100,7 @@ async fn follow_on(
     let mut watch: Option<PersistentWatcher> = None;
     let mut stale = true;
     let mut epoch = client.connection_epoch();
-    for _ in 0..MAX_TURNS {
+    for _ in turns() {
         if stop.is_cancelled() {
             if watch.is_some() {
                 let _ = client.remove_watches(path, WatcherType::Any).await;

@@ -9,11 +9,9 @@ use zk_client::{Client, CreateMode, CreateOptions, ErrorCode, SessionState};
 
 use crate::error::{Error, Result};
 
-pub(crate) use crate::cleanup::find_own;
-pub(crate) use crate::lock::naming::protected_prefix;
-pub(crate) use crate::lock::support::check_base;
-pub(crate) use crate::owner::local_address;
-pub(crate) use crate::retry::MAX_TURNS;
+pub(crate) use crate::queue::naming::protected_prefix;
+pub(crate) use crate::queue::{check_base, local_address};
+pub(crate) use crate::retry::turns;
 
 /// The lock kernel reports a session that ended while waiting as a lost lock; these recipes
 /// report the client's own terminal error instead.
@@ -67,10 +65,25 @@ where
 /// Deletes `path` through connection losses until it is gone (`NoNode` is success) or the
 /// session ended (an ephemeral node then went with it). Curator's guaranteed delete.
 pub(crate) async fn delete_guaranteed(client: &Client, path: &str) -> Result<()> {
-    crate::cleanup::delete_guaranteed(client, path, None)
+    crate::queue::delete_guaranteed(client, path, None)
         .await
         .map(drop)
         .map_err(|e| ended(client, e))
+}
+
+/// Our first node of `guid` under `base`, if any (listing retried through connection
+/// losses): the kernel's find-own-by-guid.
+pub(crate) async fn find_own(
+    client: &Client,
+    base: &str,
+    guid: &uuid::Uuid,
+) -> Result<Option<String>> {
+    crate::queue::Protected {
+        base: base.to_owned(),
+        guid: *guid,
+    }
+    .find(client)
+    .await
 }
 
 /// Creates `path` with `data` (parents as containers), retrying connection losses, and
@@ -83,7 +96,7 @@ pub(crate) async fn create_if_absent(
     mode: CreateMode,
 ) -> Result<bool> {
     let options = CreateOptions::new(mode).with_container_parents(true);
-    for _ in 0..MAX_TURNS {
+    for _ in turns() {
         match client.create_all(path, data, &options).await {
             Ok(_) => return Ok(true),
             Err(zk_client::Error::NodeExists) => return Ok(false),

@@ -12,7 +12,7 @@ use uuid::Uuid;
 use zk_client::{Client, ClientWatcher, CreateMode, CreateOptions, EventType, Stat, Watcher};
 
 use super::kernel::{
-    delete_guaranteed, find_own, name_of, parent_of, protected_prefix, wait_connected, MAX_TURNS,
+    delete_guaranteed, find_own, name_of, parent_of, protected_prefix, turns, wait_connected,
 };
 use super::persistent::{Command, NodeEvent, Shared};
 use crate::error::Error;
@@ -149,7 +149,7 @@ impl Run {
 
     /// Keeps the node on the current client until the session ends or we stop.
     async fn keep(&mut self) -> Stop {
-        for _ in 0..MAX_TURNS {
+        for _ in turns() {
             if self.stop.is_cancelled() {
                 return Stop::Closed;
             }
@@ -166,7 +166,7 @@ impl Run {
 
     /// Makes sure our node exists (creating, adopting or replacing).
     async fn ensure(&mut self) -> Step<()> {
-        for _ in 0..MAX_TURNS {
+        for _ in turns() {
             let done = match self.actual.clone() {
                 None => self.first_create().await?,
                 Some(path) => self.recreate(&path).await?,
@@ -352,7 +352,7 @@ impl Run {
         };
         let touch = self.shared.options.ttl.map(|ttl| ttl / 2);
         let mut watcher = watcher;
-        for _ in 0..MAX_TURNS {
+        for _ in turns() {
             let sleep = tokio::time::sleep(touch.unwrap_or(Duration::from_secs(3600)));
             tokio::select! {
                 _ = self.stop.cancelled() => return Err(Stop::Closed),
@@ -396,7 +396,7 @@ impl Run {
 
     /// Writes the node's data (a `set_data`, or a touch).
     async fn write(&mut self, path: &str, data: &Bytes) -> Step<()> {
-        for _ in 0..MAX_TURNS {
+        for _ in turns() {
             match self.client.set_data(path, data, None).await {
                 Ok(_) => return Ok(()),
                 // Gone: the watch sees it and the re-create writes these bytes.

@@ -90,7 +90,7 @@ impl PersistentTtlNode {
 /// Writes the touch node now and every `ttl / 2` (creating it with the TTL when missing),
 /// on the manager's current client. Errors wait for the next period (as Curator).
 async fn touch(manager: SessionManager, path: String, ttl: Duration, stop: CancellationToken) {
-    let data = local_address();
+    let data = local_address().await;
     let options = CreateOptions::new(CreateMode::PersistentWithTtl)
         .with_ttl(ttl)
         .with_container_parents(true);

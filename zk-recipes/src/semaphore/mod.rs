@@ -2,7 +2,7 @@
 //! them ([`SemaphoreMutex`]).
 //!
 //! ```text
-//! <path>/locks/_c_<uuid>-lock-<seq>     a FairLock: one contender at a time adds a lease
+//! <path>/locks/_c_<uuid>-lock-<seq>     a fair mutex: one contender at a time adds a lease
 //! <path>/leases/_c_<uuid>-lease-<seq>   one node per lease held (or being waited for)
 //! ```
 //!
@@ -19,17 +19,15 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::time::Instant;
 use tracing::debug;
-use uuid::Uuid;
 use zk_client::Client;
 
-use crate::cleanup::{detached, Orphan};
 use crate::error::{Error, LossReason, Result};
 use crate::guard::{Hold, LockGuard};
-use crate::lock::acquire::{create_protected, QueueSpec};
-use crate::lock::naming::Intent;
-use crate::lock::support::check_base;
-use crate::lock::FairLock;
-use crate::owner::{local_address, participants, Participant};
+use crate::queue::naming::{Intent, MUTEX_LOCK_NAME};
+use crate::queue::{
+    acquire, check_base, create_node, detached, participants, Order, Orphan, Participant,
+    Protected, QueueSpec,
+};
 use crate::retry::{deadline_after, until};
 use crate::state::LockState;
 
@@ -83,7 +81,8 @@ pub struct Semaphore {
     client: Client,
     path: String,
     max_leases: usize,
-    mutex: FairLock,
+    /// The `locks` mutex: a fair queue in Curator's `InterProcessMutex` layout.
+    mutex: QueueSpec,
     leases: QueueSpec,
 }
 
@@ -101,12 +100,17 @@ impl Semaphore {
                 "a semaphore needs at least one lease",
             ));
         }
-        let mutex = FairLock::internal(client.clone(), &format!("{path}/{LOCK_PARENT}"))?;
+        let mutex = QueueSpec {
+            base: format!("{path}/{LOCK_PARENT}"),
+            lock_name: MUTEX_LOCK_NAME,
+            intent: Intent::Write,
+            data: None,
+        };
         let leases = QueueSpec {
             base: format!("{path}/{LEASE_PARENT}"),
             lock_name: LEASE_NAME,
             intent: Intent::Write,
-            data: local_address(),
+            data: None,
         };
         Ok(Semaphore {
             client,
@@ -122,8 +126,8 @@ impl Semaphore {
     pub fn with_owner_data(&self, data: impl Into<Bytes>) -> Semaphore {
         let data = data.into();
         let mut this = self.clone();
-        this.mutex = self.mutex.with_owner_data(data.clone());
-        this.leases.data = data;
+        this.mutex.data = Some(data.clone());
+        this.leases.data = Some(data);
         this
     }
 
@@ -166,24 +170,41 @@ impl Semaphore {
         self.acquire_one(deadline_after(Some(timeout))).await
     }
 
-    /// Waits for `n` leases, taken one after the other, all within `timeout` (none: no
-    /// limit). All or nothing: when one cannot be had, those already taken are released.
+    /// Waits for `n` leases, taken one after the other. All or nothing: when one cannot be
+    /// had, those already taken are released.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] when `n` is 0 or more than [`max_leases`](Self::max_leases);
-    /// otherwise as [`acquire_timeout`](Self::acquire_timeout).
+    /// otherwise as [`acquire`](Self::acquire).
     ///
     /// # Cancel safety
     ///
     /// Cancel safe: see the type's docs.
-    pub async fn acquire_many(&self, n: usize, timeout: Option<Duration>) -> Result<Vec<Lease>> {
+    pub async fn acquire_many(&self, n: usize) -> Result<Vec<Lease>> {
+        self.acquire_many_by(n, None).await
+    }
+
+    /// Waits at most `timeout` for `n` leases, taken one after the other, all within
+    /// `timeout`. All or nothing, as [`acquire_many`](Self::acquire_many).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Timeout`]; otherwise as [`acquire_many`](Self::acquire_many).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: see the type's docs.
+    pub async fn acquire_many_timeout(&self, n: usize, timeout: Duration) -> Result<Vec<Lease>> {
+        self.acquire_many_by(n, deadline_after(Some(timeout))).await
+    }
+
+    async fn acquire_many_by(&self, n: usize, deadline: Option<Instant>) -> Result<Vec<Lease>> {
         if n == 0 || n > self.max_leases {
             return Err(Error::InvalidArgument(
                 "the number of leases must be between 1 and the semaphore's max_leases",
             ));
         }
-        let deadline = deadline_after(timeout);
         let mut taken = Vec::with_capacity(n);
         for _ in 0..n {
             match self.acquire_one(deadline).await {
@@ -209,11 +230,11 @@ impl Semaphore {
     ///
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<Participant>> {
-        participants(&self.client, &self.leases.base).await
+        participants(&self.client, &self.leases.base, Order::Sequence).await
     }
 
     /// One lease, within the `semaphore` kind's metrics and span.
-    async fn acquire_one(&self, deadline: Option<Instant>) -> Result<Lease> {
+    pub(crate) async fn acquire_one(&self, deadline: Option<Instant>) -> Result<Lease> {
         let lease = async { self.acquire_unmetered(deadline).await.map(Some) };
         crate::metrics::acquire(METRICS_KIND, &self.path, lease)
             .await?
@@ -221,7 +242,7 @@ impl Semaphore {
     }
 
     async fn acquire_unmetered(&self, deadline: Option<Instant>) -> Result<Lease> {
-        let mutex = self.mutex.acquire_by(deadline).await?;
+        let mutex = self.lock_mutex(deadline).await?;
         let mut lease = Err(Error::Timeout);
         for _ in 0..REQUEUES {
             lease = self
@@ -244,18 +265,35 @@ impl Semaphore {
         lease
     }
 
+    /// Takes the `locks` mutex by `deadline`.
+    async fn lock_mutex(&self, deadline: Option<Instant>) -> Result<LockGuard> {
+        let acquired = acquire(&self.client, &self.mutex, deadline, false, None)
+            .await
+            .map_err(Error::session_end_as_loss)?
+            .ok_or(Error::Timeout)?;
+        let hook = Box::new(|| {});
+        Ok(Hold::new(
+            self.client.clone(),
+            acquired.path,
+            acquired.stat,
+            acquired.epoch,
+            hook,
+            false,
+        )
+        .into_guard())
+    }
+
     /// Under the mutex: creates our lease node and waits for room.
     async fn add_lease(&self, deadline: Option<Instant>) -> Result<Lease> {
-        let guid = Uuid::new_v4();
+        let nodes = Protected::new(&self.leases.base);
         let mut orphan = Orphan {
             client: self.client.clone(),
-            base: self.leases.base.clone(),
-            guid,
+            nodes: nodes.clone(),
             node: None,
         }
         .guard();
         let waited = until(deadline, async {
-            let (name, stat) = create_protected(&self.client, &self.leases, &guid, None).await?;
+            let (name, stat) = create_node(&self.client, &self.leases, &nodes, None).await?;
             if let Some(o) = orphan.state_mut() {
                 o.node = Some(name.clone());
             }

@@ -5,9 +5,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use zk_client::Client;
 
+use tokio::time::Instant;
+
 use super::{Lease, Semaphore};
 use crate::error::Result;
-use crate::owner::Participant;
+use crate::lock::{AcquireFuture, Lock};
+use crate::queue::Participant;
 
 /// A non-re-entrant distributed mutex on the semaphore layout (`<path>/locks` and
 /// `<path>/leases`) with one lease: Curator's `InterProcessSemaphoreMutex`, which Java peers
@@ -89,5 +92,11 @@ impl SemaphoreMutex {
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<Participant>> {
         self.semaphore.participants().await
+    }
+}
+
+impl Lock for SemaphoreMutex {
+    fn acquire_until(&self, deadline: Option<Instant>) -> AcquireFuture<'_> {
+        Box::pin(self.semaphore.acquire_one(deadline))
     }
 }

@@ -4,7 +4,7 @@
 use zk_client::{Client, WatcherType};
 
 use crate::error::{Error, LossReason, Result};
-use crate::retry::{gave_up, retry_after, MAX_TURNS};
+use crate::retry::{gave_up, retry_after, turns};
 
 /// Waits until `leases` holds our lease node `ours` and at most `max` children. Returns the
 /// client's connection epoch read before the listing that showed it so.
@@ -20,7 +20,7 @@ pub(crate) async fn wait_for_room(
     max: usize,
 ) -> Result<u64> {
     let mut watch = false;
-    for _ in 0..MAX_TURNS {
+    for _ in turns() {
         let epoch = client.connection_epoch();
         let listing = if watch {
             client

@@ -340,7 +340,7 @@ impl DistributedAtomicLong {
         let client = &self.client;
         let data = encode_i64(value);
         let options = CreateOptions::new(CreateMode::Persistent).with_container_parents(true);
-        for _ in 0..crate::node::kernel::MAX_TURNS {
+        for _ in crate::node::kernel::turns() {
             match client.set_data(&self.path, &data, None).await {
                 Ok(_) => return Ok(()),
                 Err(zk_client::Error::NoNode) => {

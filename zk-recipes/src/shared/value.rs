@@ -11,7 +11,7 @@ use zk_client::{Client, ClientWatcher, CreateMode, SessionManager, Stat, Watcher
 
 use crate::error::{Error, Result};
 use crate::node::kernel::{
-    check_base, create_if_absent, retry_after, retrying, session_error, MAX_TURNS,
+    check_base, create_if_absent, retry_after, retrying, session_error, turns,
 };
 
 /// A value together with the version of the node it was read from (the `version` a
@@ -334,7 +334,7 @@ async fn follow_until(
     mut watch: Watcher,
     stop: &CancellationToken,
 ) {
-    for _ in 0..MAX_TURNS {
+    for _ in turns() {
         let event = tokio::select! {
             _ = stop.cancelled() => return,
             event = &mut watch => event,
@@ -359,7 +359,7 @@ async fn follow_until(
             return;
         };
         let mut renewed = false;
-        for _ in 0..MAX_TURNS {
+        for _ in turns() {
             let next = tokio::select! {
                 _ = stop.cancelled() => return,
                 next = watcher.changed() => next,
@@ -388,7 +388,7 @@ async fn follow_until(
 
 /// Reads the node again and returns the watch for its next change.
 async fn rearm(inner: &Inner, client: &Client) -> Result<Watcher> {
-    for _ in 0..MAX_TURNS {
+    for _ in turns() {
         match client.get_data_watch(&inner.path).await {
             Ok((data, stat, watch)) => {
                 inner.offer(Snapshot::of(&stat, data));

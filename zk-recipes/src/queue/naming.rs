@@ -1,4 +1,4 @@
-//! Lock node names: Curator's protected layout, sequence parsing and the shared ordering.
+//! Queue node names: Curator's protected layout, sequence parsing and the queue orders.
 //!
 //! Our nodes are named exactly like Curator's: `_c_<uuid>-<lock name><seq>`, where `<seq>` is
 //! the 10-character `%010d` suffix the server appends to sequential nodes. Contenders are
@@ -200,12 +200,40 @@ pub(crate) fn downgrade_node_name(guid: &Uuid, write_node: &str) -> Option<Strin
 }
 
 /// Finds our node among the children by its guid (the protected create's recovery step).
+#[cfg(test)]
 pub(crate) fn find_by_guid<'a>(children: &'a [String], guid: &Uuid) -> Option<&'a str> {
+    all_by_guid(children, guid).next()
+}
+
+/// Every child named with our guid (normally one; a cleanup removes them all).
+pub(crate) fn all_by_guid<'a>(
+    children: &'a [String],
+    guid: &Uuid,
+) -> impl Iterator<Item = &'a str> + 'a {
     let prefix = protected_prefix(guid);
     children
         .iter()
         .map(String::as_str)
-        .find(|name| name.starts_with(&prefix))
+        .filter(move |name| name.starts_with(&prefix))
+}
+
+/// The last segment of a path.
+pub(crate) fn base_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Sorts election nodes as Curator's `LeaderLatch` and `LeaderSelector` do: by the text after
+/// the last occurrence of `lock_name` (the whole name if it has none), all children kept.
+/// For nodes with a sequence suffix this is the order of [`queue`] (the suffix is fixed-width
+/// and a negative one sorts first in both).
+pub(crate) fn sort_curator(children: &mut [String], lock_name: &str) {
+    fn key<'a>(name: &'a str, lock_name: &str) -> &'a str {
+        match name.rfind(lock_name) {
+            Some(at) => name.get(at + lock_name.len()..).unwrap_or(name),
+            None => name,
+        }
+    }
+    children.sort_by(|a, b| key(a, lock_name).cmp(key(b, lock_name)));
 }
 
 #[cfg(test)]
@@ -472,5 +500,23 @@ mod tests {
         ]);
         assert_eq!(find_by_guid(&children, &ours), Some(children[1].as_str()));
         assert_eq!(find_by_guid(&children, &Uuid::new_v4()), None);
+    }
+
+    #[test]
+    fn sorts_by_the_text_after_the_lock_name_as_curator_does() {
+        let mut names: Vec<String> = [
+            "_c_bbbbbbbb-0000-0000-0000-000000000000-latch-0000000003",
+            "_c_aaaaaaaa-0000-0000-0000-000000000000-latch-0000000010",
+            "foreign",
+            "_c_cccccccc-0000-0000-0000-000000000000-latch-0000000001",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        sort_curator(&mut names, "latch-");
+        assert!(names[0].ends_with("0000000001"));
+        assert!(names[1].ends_with("0000000003"));
+        assert!(names[2].ends_with("0000000010"));
+        assert_eq!(names[3], "foreign");
     }
 }

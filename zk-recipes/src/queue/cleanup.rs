@@ -1,5 +1,5 @@
-//! The recipes' cleanup toolkit: the guaranteed delete, finding our node by its guid, work
-//! that must finish after its caller is gone, and the one drop guard that starts it.
+//! The queue kernel's cleanup: the guaranteed delete, work that must finish after its caller
+//! is gone, and the one drop guard that starts it.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -8,10 +8,8 @@ use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 use zk_client::Client;
 
-use crate::error::{Error, LossReason, Result};
-use crate::guard::Released;
-use crate::lock::naming;
-use crate::retry::{gave_up, retrying, wait_connected, MAX_TURNS};
+use super::create::Protected;
+use super::delete::delete_guaranteed;
 
 /// Work a drop guard hands to the background.
 pub(crate) type BoxTask = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
@@ -87,12 +85,11 @@ impl<S: Send + 'static> Drop for OnDrop<S> {
     }
 }
 
-/// A node of ours under `base` that an abandoned attempt may have created: known by `name`, or
-/// only by the `guid` in its protected name when the create's reply never came.
+/// A node of ours that an abandoned attempt may have created: known by `node`, or only by
+/// the guid in its protected name when the create's reply never came.
 pub(crate) struct Orphan {
     pub(crate) client: Client,
-    pub(crate) base: String,
-    pub(crate) guid: uuid::Uuid,
+    pub(crate) nodes: Protected,
     pub(crate) node: Option<String>,
 }
 
@@ -102,101 +99,26 @@ impl Orphan {
         OnDrop::new(self, |o| Box::pin(o.remove()), "abandoned node")
     }
 
-    /// Finds (by guid, unless the name is known) and deletes the node, through reconnects.
-    /// Requests are ordered at call time, so the listing runs after any create the attempt
-    /// had sent.
+    /// Deletes the node (every node of the guid, unless the name is known), through
+    /// reconnects. Requests are ordered at call time, so the listing runs after any create
+    /// the attempt had sent.
     pub(crate) async fn remove(self) {
         let Orphan {
             client,
-            base,
-            guid,
+            nodes,
             node,
         } = self;
-        let result = async {
-            let name = match node {
-                Some(name) => Some(name),
-                None => find_own(&client, &base, &guid).await?,
-            };
-            if let Some(name) = name {
-                delete_guaranteed(&client, &format!("{base}/{name}"), None).await?;
-                debug!(%base, %name, "removed abandoned node");
-            }
-            Ok::<_, Error>(())
-        }
-        .await;
-        if let Err(e) = result {
-            warn!(%base, error = %e, "could not remove an abandoned node");
-        }
-    }
-}
-
-/// Lists `base` (retrying through connection losses) and returns our node's name, if any.
-pub(crate) async fn find_own(
-    client: &Client,
-    base: &str,
-    guid: &uuid::Uuid,
-) -> Result<Option<String>> {
-    match retrying(client, || client.get_children(base)).await {
-        Ok(children) => Ok(naming::find_by_guid(&children, guid).map(str::to_owned)),
-        Err(Error::Client(zk_client::Error::NoNode)) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// Deletes `path`, retrying through connection losses until it is gone or the session ended
-/// (then the ephemeral node is gone anyway). Curator calls this a guaranteed delete.
-///
-/// Says who removed the node: [`Released::Deleted`] (we did; also when a delete whose
-/// reply was lost with the connection is followed by `NoNode`, since that first delete
-/// most likely applied), or [`Released::AlreadyGone`] (`NodeDeleted`: it was not there;
-/// `SessionEnded`: the session ended first, and took the node).
-///
-/// `owner` is for a path that other holders reuse (the exclusive lock's): the czxid of the node
-/// we created there. Each attempt then first checks that the node at `path` is still that one
-/// and deletes it only at the version seen, so neither a delete retried after a lost reply
-/// (the first one applied, and the next holder has created the node since) nor one after
-/// someone else deleted ours removes the next holder's node.
-pub(crate) async fn delete_guaranteed(
-    client: &Client,
-    path: &str,
-    owner: Option<i64>,
-) -> Result<Released> {
-    let mut maybe_applied = false;
-    for _ in 0..MAX_TURNS {
-        let attempt = match owner {
-            None => client.delete(path, None).await,
-            Some(czxid) => match client.exists(path).await {
-                Ok(Some(stat)) if stat.czxid == czxid => {
-                    client.delete(path, Some(stat.version)).await
-                }
-                // Not our node (any more): ours is gone.
-                Ok(_) => Err(zk_client::Error::NoNode),
-                Err(e) => Err(e),
-            },
+        let result = match node {
+            Some(name) => delete_guaranteed(&client, &nodes.path_of(&name), None)
+                .await
+                .map(|_| ()),
+            None => nodes.delete_all(&client).await.map(|_| ()),
         };
-        match attempt {
-            Ok(()) => return Ok(Released::Deleted),
-            // Our node changed between the check and the delete: look again.
-            Err(zk_client::Error::BadVersion) if owner.is_some() => continue,
-            Err(zk_client::Error::NoNode) if maybe_applied => return Ok(Released::Deleted),
-            Err(zk_client::Error::NoNode) => {
-                return Ok(Released::AlreadyGone(LossReason::NodeDeleted))
-            }
-            Err(e) if e.is_connection_loss() => {
-                maybe_applied = true;
-                match wait_connected(client).await {
-                    Ok(()) => continue,
-                    Err(Error::LockLost(reason)) => return Ok(Released::AlreadyGone(reason)),
-                    Err(e) => return Err(e),
-                }
-            }
-            Err(e) if e.is_terminal() => {
-                return Ok(Released::AlreadyGone(LossReason::SessionEnded))
-            }
-            Err(e) => return Err(e.into()),
+        match result {
+            Ok(()) => debug!(base = %nodes.base, "removed abandoned node"),
+            Err(e) => warn!(base = %nodes.base, error = %e, "could not remove an abandoned node"),
         }
     }
-    Err(gave_up())
 }
 
 #[cfg(test)]

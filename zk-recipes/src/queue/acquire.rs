@@ -1,5 +1,5 @@
-//! The queue acquisition procedure shared by the fair lock and both sides of the read/write
-//! lock: protected create, then wait for the one node that blocks us.
+//! The queue acquisition shared by the fair lock, both sides of the read/write lock and the
+//! semaphore's leases: protected create, then wait for the one node that blocks us.
 //!
 //! ```text
 //! create _c_<guid>-<name> EPHEMERAL_SEQUENTIAL ──ok──────────────┐
@@ -12,15 +12,16 @@
 
 use bytes::Bytes;
 use tokio::time::Instant;
-use tracing::debug;
-use uuid::Uuid;
-use zk_client::{Client, CreateMode, CreateOptions, Stat};
+use zk_client::{Client, CreateMode, Stat};
 
+use super::cleanup::{detached, Orphan};
+use super::create::Protected;
+use super::delete::delete_guaranteed;
 use super::naming::{self, Intent, Position};
-use super::support::ensure_containers;
-use crate::cleanup::{delete_guaranteed, detached, find_own, Orphan};
+use super::owner::local_address;
+use super::wait::{wait_for_node, Wake};
 use crate::error::{Error, LossReason, Result};
-use crate::retry::{gave_up, retry_after, retrying, until, wait_connected, MAX_TURNS};
+use crate::retry::{gave_up, retry_after, turns, until};
 
 /// What to acquire.
 #[derive(Debug, Clone)]
@@ -31,8 +32,9 @@ pub(crate) struct QueueSpec {
     pub(crate) lock_name: &'static str,
     /// Read or write.
     pub(crate) intent: Intent,
-    /// The owner data each node carries (Curator's default: the local address).
-    pub(crate) data: Bytes,
+    /// The owner data each node carries; `None`: Curator's default, the local address
+    /// (resolved off the runtime at the first acquisition, see [`local_address`]).
+    pub(crate) data: Option<Bytes>,
 }
 
 /// A queue node that is ours and at the head (for its intent).
@@ -60,18 +62,17 @@ pub(crate) async fn acquire(
     try_only: bool,
     downgrade_of: Option<&str>,
 ) -> Result<Option<Acquired>> {
-    let guid = Uuid::new_v4();
+    let nodes = Protected::new(&spec.base);
     // Removes our node when the attempt ends without the lock (error, timeout, try-failure
     // or the future being dropped).
     let mut attempt = Orphan {
         client: client.clone(),
-        base: spec.base.clone(),
-        guid,
+        nodes: nodes.clone(),
         node: None,
     }
     .guard();
     let fut = async {
-        let (name, stat) = create_protected(client, spec, &guid, downgrade_of).await?;
+        let (name, stat) = create_node(client, spec, &nodes, downgrade_of).await?;
         if let Some(orphan) = attempt.state_mut() {
             orphan.node = Some(name.clone());
         }
@@ -103,7 +104,7 @@ pub(crate) async fn acquire(
     result
 }
 
-/// The protected create: makes our node, surviving a lost reply without leaving a ghost.
+/// Our queue node, created with the protected create ([`Protected::create`]).
 ///
 /// Normally an EPHEMERAL_SEQUENTIAL `_c_<guid>-<lock name>`. For a downgrade (`downgrade_of`
 /// is our write node) it is a plain EPHEMERAL `_c_<guid>-__READ__<seq>` carrying the write
@@ -111,56 +112,24 @@ pub(crate) async fn acquire(
 /// would sort after any writer queued behind our write node and wait for it, while that
 /// writer waits for our write node, forever. At the write node's position it blocks such a
 /// writer instead, and nothing blocks it but our own write node.
-pub(crate) async fn create_protected(
+pub(crate) async fn create_node(
     client: &Client,
     spec: &QueueSpec,
-    guid: &Uuid,
+    nodes: &Protected,
     downgrade_of: Option<&str>,
 ) -> Result<(String, Stat)> {
-    let downgrade = downgrade_of.and_then(|write| naming::downgrade_node_name(guid, write));
+    let downgrade = downgrade_of.and_then(|write| naming::downgrade_node_name(&nodes.guid, write));
     let (name, mode) = match downgrade {
         Some(name) => (name, CreateMode::Ephemeral),
         // Not a downgrade (or, impossibly, a write node without a sequence: then queue
         // normally, which is what the lock did before CURATOR-621).
-        None => (
-            naming::protected_node_name(guid, spec.lock_name),
-            CreateMode::EphemeralSequential,
-        ),
+        None => (nodes.name(spec.lock_name), CreateMode::EphemeralSequential),
     };
-    let path = format!("{}/{name}", spec.base);
-    let options = CreateOptions::new(mode);
-    let session = client.session_id();
-    for _ in 0..MAX_TURNS {
-        match client.create(&path, &spec.data, &options).await {
-            Ok((created, stat)) => return Ok((base_name(&created).to_owned(), stat)),
-            Err(zk_client::Error::NoNode) => ensure_containers(client, &spec.base).await?,
-            // Only a plain (downgrade) name can exist already, and only if it is ours: the
-            // guid is fresh. Recover it like a lost reply.
-            Err(e) if e.is_connection_loss() || matches!(e, zk_client::Error::NodeExists) => {
-                // The create may or may not have happened: look for our guid.
-                wait_connected(client).await?;
-                if let Some(found) = find_own(client, &spec.base, guid).await? {
-                    let full = format!("{}/{found}", spec.base);
-                    match retrying(client, || client.exists(&full)).await? {
-                        Some(stat) if stat.ephemeral_owner == session => {
-                            debug!(node = %full, "recovered our node after a lost create reply");
-                            return Ok((found, stat));
-                        }
-                        // Found under another session. Curator deletes it and starts over with
-                        // a new guid (CURATOR-498). Our client never moves to a new session
-                        // (expiry is terminal), so a different owner means our session is
-                        // gone: the node is an expired session's and disappears with it, and
-                        // the acquisition cannot continue on this client.
-                        Some(_) => return Err(Error::LockLost(LossReason::SessionEnded)),
-                        // Deleted since the listing (by someone else): create again.
-                        None => {}
-                    }
-                }
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(gave_up())
+    let data = match &spec.data {
+        Some(data) => data.clone(),
+        None => local_address().await,
+    };
+    nodes.create(client, &name, &data, mode).await
 }
 
 /// Waits until no node that blocks `ours` is left and returns the client's connection epoch
@@ -175,7 +144,7 @@ async fn wait_turn(
     try_only: bool,
     ignore: Option<&str>,
 ) -> Result<Option<u64>> {
-    for _ in 0..MAX_TURNS {
+    for _ in turns() {
         let epoch = client.connection_epoch();
         let children = match client.get_children(&spec.base).await {
             Ok(children) => children,
@@ -193,33 +162,15 @@ async fn wait_turn(
             Position::Missing => return Err(Error::LockLost(LossReason::NodeDeleted)),
             Position::WaitFor { .. } if try_only => return Ok(None),
             Position::WaitFor { node, only } => {
-                // getData, not exists: exists would leave a watch behind on a node that is
-                // already gone; getData fails with NoNode and leaves nothing.
+                // Our only blocker is gone: nobody can have queued ahead of us since (later
+                // nodes get larger sequence numbers), so the lock is ours without listing
+                // again. Anything else: look again.
                 let path = format!("{}/{node}", spec.base);
-                match client.get_data_watch(&path).await {
-                    Ok((_, _, watcher)) => {
-                        debug!(%path, "waiting for predecessor");
-                        match watcher.await {
-                            // Our only blocker is gone: nobody can have queued ahead of us
-                            // since (later nodes get larger sequence numbers), so the lock
-                            // is ours without listing again. Any other event: look again.
-                            Ok(e) if only && e.event_type == zk_client::EventType::NodeDeleted => {
-                                return Ok(Some(epoch))
-                            }
-                            Ok(_) => {}
-                            Err(e) => retry_after(client, e).await?,
-                        }
-                    }
-                    Err(zk_client::Error::NoNode) => {}
-                    Err(e) => retry_after(client, e).await?,
+                if wait_for_node(client, &path).await? == Wake::Deleted && only {
+                    return Ok(Some(epoch));
                 }
             }
         }
     }
-    Err(Error::Timeout)
-}
-
-/// The last segment of a path.
-pub(crate) fn base_name(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
+    Err(gave_up())
 }

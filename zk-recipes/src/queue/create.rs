@@ -1,0 +1,170 @@
+//! The protected create: a node named with a fresh guid (`_c_<guid>-…`), found again by that
+//! guid when the create's reply is lost, never made twice, and removed with every other node
+//! of the guid.
+//!
+//! ```text
+//! create _c_<guid>-<name> ──ok──────────────────────────────────────────────▶ ours
+//!   │ NoNode: create the parents as containers, create again
+//!   │ ConnectionLoss (or NodeExists for a plain name): reconnect, list the parent
+//!   ▼
+//! a child named _c_<guid>- ─ none: create again (the first create did not apply)
+//!   └─ found: exists (retried through connection losses, never a second create)
+//!        ├─ owned by our session (or not ephemeral) ──────────────────────────▶ ours
+//!        ├─ owned by another session: ours ended ─────────────────────▶ SessionEnded
+//!        └─ gone since the listing (deleted by someone else): create again
+//! ```
+
+use tracing::debug;
+use uuid::Uuid;
+use zk_client::{Client, CreateMode, CreateOptions, Stat};
+
+use super::delete::{delete_guaranteed, Released};
+use super::naming;
+use crate::error::{Error, LossReason, Result};
+use crate::retry::{gave_up, retry_after, retrying, turns};
+
+/// The nodes of one guid under one parent: what a recipe creates, finds again after a lost
+/// reply, and removes when it is done. One guid per attempt (a lock acquisition, a latch on
+/// one session, a lease); the same guid for a re-creation within that attempt.
+#[derive(Debug, Clone)]
+pub(crate) struct Protected {
+    /// The parent.
+    pub(crate) base: String,
+    /// Our guid.
+    pub(crate) guid: Uuid,
+}
+
+impl Protected {
+    /// Nodes under `base` with a fresh guid.
+    pub(crate) fn new(base: &str) -> Protected {
+        Protected {
+            base: base.to_owned(),
+            guid: Uuid::new_v4(),
+        }
+    }
+
+    /// The node name for `name` (Curator's `_c_<guid>-<name>`; the server appends the
+    /// sequence to a sequential node).
+    pub(crate) fn name(&self, name: &str) -> String {
+        naming::protected_node_name(&self.guid, name)
+    }
+
+    /// Full path of the child `name`.
+    pub(crate) fn path_of(&self, name: &str) -> String {
+        format!("{}/{name}", self.base)
+    }
+
+    /// Creates the node `name` (a name from [`name`](Self::name) or another name carrying
+    /// our guid) with `data` in `mode`, surviving a lost reply without a second node (see
+    /// the module's diagram). Returns the created node's name and stat.
+    ///
+    /// A found node of an ephemeral mode must be our session's: otherwise our session ended
+    /// ([`Error::LockLost`]`(SessionEnded)`; the client never moves to a new session).
+    pub(crate) async fn create(
+        &self,
+        client: &Client,
+        name: &str,
+        data: &[u8],
+        mode: CreateMode,
+    ) -> Result<(String, Stat)> {
+        let path = self.path_of(name);
+        let options = CreateOptions::new(mode);
+        let session = client.session_id();
+        let ephemeral = matches!(
+            mode,
+            CreateMode::Ephemeral | CreateMode::EphemeralSequential
+        );
+        for _ in turns() {
+            match client.create(&path, data, &options).await {
+                Ok((created, stat)) => return Ok((naming::base_name(&created).to_owned(), stat)),
+                Err(zk_client::Error::NoNode) => ensure_containers(client, &self.base).await?,
+                Err(e) => {
+                    // A plain name can exist already only if it is ours (the guid is fresh):
+                    // recover it like a lost reply. After a connection loss the create may or
+                    // may not have happened: look for our guid. Anything else ends here.
+                    if !matches!(e, zk_client::Error::NodeExists) {
+                        retry_after(client, e).await?;
+                    }
+                    let Some(found) = self.find(client).await? else {
+                        continue;
+                    };
+                    let full = self.path_of(&found);
+                    // Retried: a connection loss here must not lead to a second create.
+                    match retrying(client, || client.exists(&full)).await? {
+                        Some(stat) if !ephemeral || stat.ephemeral_owner == session => {
+                            debug!(node = %full, "recovered our node after a lost create reply");
+                            return Ok((found, stat));
+                        }
+                        // Found under another session. Curator deletes it and starts over
+                        // with a new guid (CURATOR-498). Our client never moves to a new
+                        // session (expiry is terminal), so a different owner means our
+                        // session is gone: the node is an expired session's and goes with it.
+                        Some(_) => return Err(Error::LockLost(LossReason::SessionEnded)),
+                        // Deleted since the listing (by someone else): create again.
+                        None => {}
+                    }
+                }
+            }
+        }
+        Err(gave_up())
+    }
+
+    /// Our first node under the parent, if any (listing retried through connection losses).
+    pub(crate) async fn find(&self, client: &Client) -> Result<Option<String>> {
+        Ok(self.find_all(client).await?.into_iter().next())
+    }
+
+    /// Every node of our guid under the parent (normally one).
+    pub(crate) async fn find_all(&self, client: &Client) -> Result<Vec<String>> {
+        match retrying(client, || client.get_children(&self.base)).await {
+            Ok(children) => Ok(naming::all_by_guid(&children, &self.guid)
+                .map(str::to_owned)
+                .collect()),
+            Err(Error::Client(zk_client::Error::NoNode)) => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Deletes every node of our guid (guaranteed deletes, through reconnects). Requests
+    /// are ordered at call time, so the listing follows any create already sent. Returns
+    /// how many were removed by us.
+    pub(crate) async fn delete_all(&self, client: &Client) -> Result<usize> {
+        let mut removed = 0;
+        for name in self.find_all(client).await? {
+            let deleted = delete_guaranteed(client, &self.path_of(&name), None).await?;
+            if deleted == Released::Deleted {
+                debug!(base = %self.base, %name, "removed our node");
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+}
+
+/// Creates `path` and its missing ancestors as containers (so the server removes them when
+/// empty, as Curator does with `creatingParentContainersIfNeeded`). A connection loss is
+/// waited out and left to the caller's retry.
+pub(crate) async fn ensure_containers(client: &Client, path: &str) -> Result<()> {
+    let options = CreateOptions::new(CreateMode::Container);
+    match client.create_all(path, &[], &options).await {
+        Ok(_) | Err(zk_client::Error::NodeExists) => Ok(()),
+        Err(e) => retry_after(client, e).await,
+    }
+}
+
+/// Validates a recipe's base path: absolute, not the root, no trailing slash.
+pub(crate) fn check_base(path: &str) -> Result<String> {
+    let reason = if !path.starts_with('/') {
+        "must start with /"
+    } else if path == "/" {
+        "must not be the root"
+    } else if path.ends_with('/') {
+        "must not end with /"
+    } else {
+        return Ok(path.to_owned());
+    };
+    Err(Error::InvalidPath {
+        path: path.to_owned(),
+        reason,
+    })
+}

@@ -1,0 +1,40 @@
+//! The queue kernel: the sequential-queue protocol every recipe is built on.
+//!
+//! Locks, semaphores and leader elections are all queues of ephemeral nodes under one parent,
+//! in Curator's layouts. This module owns everything they share, once:
+//!
+//! - [`naming`]: node names (Curator's protected `_c_<uuid>-<name><seq>`, kazoo's and
+//!   go-zookeeper's), sequence parsing, the queue orders and a contender's position.
+//! - [`Protected`]: the protected create (any data, any mode), finding our node by guid
+//!   after a lost reply, and deleting every node of our guid.
+//! - [`wait_for_node`]: waiting for the node ahead (one watch, no herd).
+//! - [`acquire`]: the fair queue's acquisition (create, then wait for the blocker).
+//! - [`participants`]: the queue's nodes with their owner data.
+//! - [`delete_guaranteed`]: the guaranteed delete ([`Released`] says who removed the node).
+//! - [`OnDrop`], [`Orphan`], [`detached`]: the cleanup of an attempt that was abandoned
+//!   (error, timeout, future dropped).
+//!
+//! Inside: `naming`, `owner`, `wait` and `delete` at the bottom; `create` above `delete`;
+//! `cleanup` above `create`; `acquire` and `participants` on top.
+//!
+//! The recipes (`lock/`, `semaphore/`, `leader/`) import this module (and `retry`, `error`,
+//! the guard and its state), never each other's internals.
+
+mod acquire;
+mod cleanup;
+mod create;
+mod delete;
+pub(crate) mod naming;
+mod owner;
+mod participants;
+mod wait;
+
+pub(crate) use acquire::{acquire, create_node, QueueSpec};
+pub(crate) use cleanup::{detached, in_background, BoxTask, OnDrop, Orphan};
+pub(crate) use create::{check_base, ensure_containers, Protected};
+pub(crate) use delete::delete_guaranteed;
+pub use delete::Released;
+pub(crate) use owner::local_address;
+pub use participants::Participant;
+pub(crate) use participants::{list, participants, Order};
+pub(crate) use wait::wait_for_node;

@@ -67,6 +67,7 @@
 //! the guid, instead of creating a second node that would wait behind a ghost forever.
 #![forbid(unsafe_code)]
 
+pub mod cache;
 mod cleanup;
 mod error;
 mod guard;
@@ -79,6 +80,7 @@ mod revoke;
 mod semaphore;
 mod state;
 
+pub use cache::{Cache, CacheEvent, ChildData, ChildrenCache, NodeCache};
 pub use error::{Error, LossReason, Result};
 pub use guard::{LockGuard, Released};
 pub use leader::{LeaderLatch, LeaderSelector, Leadership, LeadershipPolicy, Term};

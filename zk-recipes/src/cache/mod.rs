@@ -172,7 +172,7 @@ impl Shared {
     }
 
     fn level(&self, path: &str) -> Option<usize> {
-        self.read().level(path)
+        store::level_below(&self.opts.path, path)
     }
 
     fn keeps_data(&self, path: &str) -> bool {

@@ -30,6 +30,14 @@ pub(crate) fn depth(path: &str) -> usize {
     }
 }
 
+/// How far below `root` `path` is, or `None` when it is not in `root`'s subtree.
+pub(crate) fn level_below(root: &str, path: &str) -> Option<usize> {
+    let inside = path == root
+        || (path.starts_with(root)
+            && (root == "/" || path.as_bytes().get(root.len()) == Some(&b'/')));
+    inside.then(|| depth(path) - depth(root))
+}
+
 /// `parent/` (or `/` for the root), the prefix of every descendant of `parent`.
 fn prefix(parent: &str) -> String {
     if parent == "/" {
@@ -52,7 +60,6 @@ pub(crate) fn join(parent: &str, name: &str) -> String {
 #[derive(Debug)]
 pub(crate) struct Store {
     root: String,
-    root_depth: usize,
     /// `levels[d]`: the nodes `d` levels below the root.
     levels: Vec<BTreeMap<Box<str>, Entry>>,
     len: usize,
@@ -62,7 +69,6 @@ impl Store {
     pub(crate) fn new(root: &str) -> Store {
         Store {
             root: root.to_owned(),
-            root_depth: depth(root),
             levels: Vec::new(),
             len: 0,
         }
@@ -70,10 +76,7 @@ impl Store {
 
     /// How far below the root `path` is, or `None` when it is not in the root's subtree.
     pub(crate) fn level(&self, path: &str) -> Option<usize> {
-        let inside = path == self.root
-            || (path.starts_with(&self.root)
-                && (self.root == "/" || path.as_bytes().get(self.root.len()) == Some(&b'/')));
-        inside.then(|| depth(path) - self.root_depth)
+        level_below(&self.root, path)
     }
 
     pub(crate) fn len(&self) -> usize {

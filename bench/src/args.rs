@@ -21,10 +21,12 @@ pub(crate) struct Args {
     pub(crate) no_warmup: bool,
     /// Internal: measure idle-session memory in this (child) process.
     pub(crate) mem_child: Option<Which>,
+    /// Internal: load a cache of `N:PATH` in this (child) process (the `cache` workload).
+    pub(crate) cache_child: Option<String>,
 }
 
 pub(crate) fn usage() -> &'static str {
-    "usage: bench [--rounds N (>=1, default 3)] [--quick] [--workloads W1,W2,W2eager,W2x,W3,W4,W4bare,W5,codec,mem,tls]\n\
+    "usage: bench [--rounds N (>=1, default 3)] [--quick] [--workloads W1,W2,W2eager,W2x,W3,W4,W4bare,W5,codec,mem,tls,cache]\n\
      \x20            [--connect host:port] [--threads N (1 = current-thread runtime, default 1)]\n\
      \x20            [--clients both|ours|theirs (one alone: for profiling)]\n\
      \x20            [--serve SECS (only start a server, print its address, stop it after SECS)]\n\
@@ -43,6 +45,7 @@ pub(crate) fn parse_args() -> Result<Args, String> {
         no_warmup: false,
         window: None,
         mem_child: None,
+        cache_child: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -88,6 +91,7 @@ pub(crate) fn parse_args() -> Result<Args, String> {
                     other => return Err(format!("--mem-child {other}")),
                 })
             }
+            "--cache-child" => args.cache_child = Some(value("--cache-child")?),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other}")),
         }

@@ -62,6 +62,7 @@ fn main() -> ExitCode {
         }
     };
     let result = match (args.mem_child, args.serve) {
+        _ if args.cache_child.is_some() => runtime.block_on(cache_child(&args)),
         (Some(which), _) => runtime.block_on(mem_child(&args, which)),
         (None, Some(limit)) => runtime.block_on(serve(limit)),
         (None, None) => runtime.block_on(run(&args)),
@@ -82,6 +83,15 @@ pub(crate) fn resolve(hostport: &str) -> Res<SocketAddr> {
         .to_socket_addrs()?
         .next()
         .ok_or_else(|| format!("{hostport}: no address").into())
+}
+
+async fn cache_child(args: &args::Args) -> Res<()> {
+    let connect = args
+        .connect
+        .as_deref()
+        .ok_or("--cache-child needs --connect")?;
+    let spec = args.cache_child.as_deref().unwrap_or_default();
+    workloads::cache::child(connect, spec).await
 }
 
 async fn serve(limit: Duration) -> Res<()> {

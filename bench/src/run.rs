@@ -100,6 +100,12 @@ async fn measure_all(args: &Args, ctx: &Ctx) -> Res<Report> {
     if wanted(args, Workload::Tls) {
         tls_rounds(&mut report, args, ctx).await;
     }
+    if wanted(args, Workload::Cache) {
+        match workloads::cache::rounds(args, ctx).await {
+            Ok(table) => println!("{table}"),
+            Err(e) => report.fail(format!("cache: {e}")),
+        }
+    }
     Ok(report)
 }
 

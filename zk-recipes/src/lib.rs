@@ -26,7 +26,7 @@
 //!
 //! Every public item has one path: the locks, semaphores and leader election are at the
 //! crate's root (their modules are private); the newer families live in their own modules
-//! ([`node`], [`group`], [`shared`], [`barrier`], `discovery`).
+//! ([`cache`], [`node`], [`group`], [`shared`], [`barrier`], `discovery`).
 //!
 //! | lock | nodes | fair | wakes on release | use when |
 //! |---|---|---|---|---|
@@ -104,6 +104,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod barrier;
+pub mod cache;
 #[cfg(feature = "discovery")]
 pub mod discovery;
 mod error;

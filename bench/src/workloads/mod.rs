@@ -4,6 +4,7 @@
 //! the operations with a [`Meter`](crate::sys::Meter), and tears down after. Every wait is
 //! bounded by [`Limits`].
 
+pub(crate) mod cache;
 mod common;
 pub(crate) mod tls;
 mod w1;
@@ -43,6 +44,8 @@ pub(crate) enum Workload {
     Mem,
     /// zk-client's W1 and W2 over TLS against plain TCP, on one server.
     Tls,
+    /// Initial load of 10,000 and 100,000 nodes into zk_recipes' cache vs Java's CuratorCache.
+    Cache,
 }
 
 /// A workload's target, checked on the medians of the paired ratios.
@@ -52,7 +55,7 @@ pub(crate) struct Target {
 }
 
 impl Workload {
-    pub(crate) const ALL: [Workload; 11] = [
+    pub(crate) const ALL: [Workload; 12] = [
         Workload::W1,
         Workload::W2,
         Workload::W2eager,
@@ -64,6 +67,7 @@ impl Workload {
         Workload::Codec,
         Workload::Mem,
         Workload::Tls,
+        Workload::Cache,
     ];
 
     /// The workloads both clients run, back to back, in report order.
@@ -97,6 +101,7 @@ impl Workload {
             Workload::Codec => "codec",
             Workload::Mem => "mem",
             Workload::Tls => "tls",
+            Workload::Cache => "cache",
         }
     }
 
@@ -122,7 +127,7 @@ impl Workload {
             Workload::W3 => w3::run(ctx, which, round).await,
             Workload::W4 => w4::run(ctx, which, round).await,
             Workload::W4bare => w4::bare(ctx, round).await,
-            Workload::W5 | Workload::Codec | Workload::Mem | Workload::Tls => {
+            Workload::W5 | Workload::Codec | Workload::Mem | Workload::Tls | Workload::Cache => {
                 Err(format!("{} is not a sampled workload", self.name()).into())
             }
         }

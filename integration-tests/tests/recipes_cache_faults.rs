@@ -1,0 +1,255 @@
+//! The cache under faults on a 3-member ensemble while writers change the subtree: member
+//! kills, proxy cuts, partitions shorter than the session timeout and one session expiry.
+//! After every change batch the cache must equal a fresh recursive read (0 differences in
+//! every round), every event replayed over the start must give the final snapshot, and a
+//! Java `CuratorCache` (Debian's Curator 5.4) on the same subtree must end with the same
+//! snapshot.
+
+mod recipes_cache_common;
+
+use std::time::Duration;
+
+use integration_tests::proxy::{Cut, Mode, Proxy};
+use integration_tests::{chroot, expire_session, Ensemble, ZkTarget};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use recipes_cache_common::curator::JavaCache;
+use recipes_cache_common::{cache_tree, diff, replay, server_tree, wait_marker, Recorder, Tree};
+use tokio::time::{timeout, Instant};
+use zk_client::{Client, CreateOptions, Error, SessionManager, SessionState};
+use zk_recipes::cache::{Cache, CacheEvent};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// Rounds of the fault test (`CACHE_FAULT_ROUNDS`, default 24; at least 20).
+fn rounds() -> usize {
+    std::env::var("CACHE_FAULT_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(24)
+        .max(20)
+}
+
+fn random_path(rng: &mut StdRng) -> String {
+    let depth = rng.gen_range(1..=3);
+    let mut p = "/app".to_owned();
+    for level in 0..depth {
+        p.push_str(&format!(
+            "/{}{}",
+            ["n", "m", "k"][level],
+            rng.gen_range(0..4)
+        ));
+    }
+    p
+}
+
+/// Runs `op` until it is not a connection loss (bounded): a write lost with its reply may or
+/// may not have been applied, which is fine, the comparison reads the server.
+async fn persist<T, F: std::future::Future<Output = zk_client::Result<T>>>(
+    mut op: impl FnMut() -> F,
+) -> zk_client::Result<T> {
+    let end = Instant::now() + LIMIT;
+    loop {
+        match op().await {
+            Err(e) if e.is_retryable() && Instant::now() < end => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// One batch of random writes: creates, data changes, deletes (leaves and subtrees).
+async fn write_batch(writer: &Client, rng: &mut StdRng, ops: usize) -> usize {
+    let mut applied = 0;
+    for _ in 0..ops {
+        let path = random_path(rng);
+        let data = format!("v{}", rng.gen_range(0..1000));
+        let result = match rng.gen_range(0..10) {
+            0..=3 => {
+                persist(|| writer.create_all(&path, data.as_bytes(), &CreateOptions::persistent()))
+                    .await
+                    .map(drop)
+            }
+            4..=6 => persist(|| writer.set_data(&path, data.as_bytes(), None))
+                .await
+                .map(drop),
+            7..=8 => persist(|| writer.delete(&path, None)).await,
+            _ => persist(|| writer.delete_all(&path)).await,
+        };
+        match result {
+            Ok(()) => applied += 1,
+            Err(Error::NoNode | Error::NodeExists | Error::NotEmpty) => {}
+            Err(e) => panic!("write {path}: {e}"),
+        }
+    }
+    applied
+}
+
+#[tokio::test]
+async fn cache_equals_the_server_after_every_batch_under_faults_and_matches_curator() {
+    let ens = Ensemble::launch(3).await;
+    let root = chroot(&ens, "cache_faults").await;
+    let writer = Client::builder(&ens.hosts(&root))
+        .session_timeout(Duration::from_secs(10))
+        .connect()
+        .await
+        .unwrap();
+    let mut rng = StdRng::seed_from_u64(
+        std::env::var("CACHE_FAULT_SEED")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(20),
+    );
+    writer
+        .create("/app", b"root", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    write_batch(&writer, &mut rng, 60).await;
+    writer
+        .create("/app/marker", b"0", &CreateOptions::persistent())
+        .await
+        .unwrap();
+
+    // The cache's sessions go through one proxy per member.
+    let mut proxies = Vec::new();
+    for i in 0..ens.len() {
+        proxies.push(Proxy::start(ens.addr(i)).await);
+    }
+    let hosts: Vec<String> = proxies.iter().map(|p| p.connect_string()).collect();
+    let manager = SessionManager::connect(
+        Client::builder(&format!("{}{root}", hosts.join(",")))
+            .session_timeout(Duration::from_secs(4)),
+    )
+    .await
+    .unwrap();
+    let (cache, events) = Cache::builder("/app")
+        .event_buffer(1 << 20)
+        .build_managed_with_events(&manager)
+        .unwrap();
+    let (rec, task) = Recorder::start(events);
+    timeout(LIMIT, cache.initialized()).await.unwrap().unwrap();
+    let java = timeout(LIMIT, JavaCache::start(&ens.hosts(&root), "/app"))
+        .await
+        .unwrap();
+    let mut java = java;
+
+    let rounds = rounds();
+    let mut differences = 0;
+    let mut writes = 0;
+    let mut expired = false;
+    let started = Instant::now();
+    for round in 1..=rounds {
+        let fault = if round == rounds / 2 { 4 } else { round % 4 };
+        let mut killed = None;
+        match fault {
+            0 => {
+                let i = round % ens.len();
+                ens.kill(i).await;
+                killed = Some(i);
+            }
+            1 => {
+                for p in &proxies {
+                    p.cut(Cut::Reset);
+                }
+            }
+            2 => {
+                for p in &proxies {
+                    p.set_mode(Mode::Blackhole);
+                }
+            }
+            4 => {
+                // Expire the cache's session while it is partitioned away.
+                for p in &proxies {
+                    p.set_mode(Mode::Blackhole);
+                }
+                let current = manager.client();
+                let passwd: [u8; 16] = current.session_password()[..].try_into().unwrap();
+                let mut done = false;
+                for i in 0..ens.len() {
+                    if expire_session(ens.addr(i), current.session_id(), passwd)
+                        .await
+                        .is_ok()
+                    {
+                        done = true;
+                        break;
+                    }
+                }
+                assert!(done, "could not expire the cache's session");
+                expired = true;
+            }
+            _ => {}
+        }
+        writes += write_batch(&writer, &mut rng, 25).await;
+        if fault == 2 {
+            // Longer than the client's read timeout (2/3 of 4 s), shorter than the session.
+            tokio::time::sleep(Duration::from_millis(3000)).await;
+        }
+        for p in &proxies {
+            p.set_mode(Mode::Pass);
+        }
+        if let Some(i) = killed {
+            ens.start(i).await;
+            ens.wait_quorum().await;
+        }
+        let mark = round.to_string();
+        persist(|| writer.set_data("/app/marker", mark.as_bytes(), None))
+            .await
+            .unwrap();
+        wait_marker(&cache, "/app/marker", mark.as_bytes(), LIMIT).await;
+        let server = server_tree(&writer, "/app", None).await;
+        let d = diff(&server, &cache_tree(&cache));
+        if !d.is_empty() {
+            eprintln!(
+                "round {round} (fault {fault}): {} differences: {d:#?}",
+                d.len()
+            );
+        }
+        differences += d.len();
+        if round % 6 == 0 || round == rounds {
+            let theirs = java.dump_at("/app/marker", &mark).await;
+            let d = diff(&server, &theirs);
+            assert_eq!(
+                d,
+                Vec::<String>::new(),
+                "round {round}: Curator's cache differs from the server"
+            );
+            assert_eq!(
+                diff(&theirs, &cache_tree(&cache)),
+                Vec::<String>::new(),
+                "round {round}: ours vs Curator's"
+            );
+        }
+    }
+    assert!(expired, "the run had no expiry");
+    assert_ne!(manager.current().number, 1, "the expiry gave a new session");
+    let final_tree = cache_tree(&cache);
+    println!(
+        "cache faults: {rounds} rounds, {writes} writes, {} events, {} nodes at the end, {differences} differences, {:.1?}",
+        rec.len(),
+        final_tree.len(),
+        started.elapsed()
+    );
+    assert_eq!(
+        differences, 0,
+        "the cache differed from the server after some batch"
+    );
+    assert!(matches!(manager.client().state(), SessionState::Connected));
+
+    // Every event, replayed over the empty start, gives the final snapshot.
+    cache.close().await;
+    timeout(LIMIT, task).await.unwrap().unwrap();
+    let all = rec.all();
+    assert!(!all.iter().any(|e| matches!(e, CacheEvent::Lagged(_))));
+    assert_eq!(
+        all.iter()
+            .filter(|e| matches!(e, CacheEvent::Initialized))
+            .count(),
+        1
+    );
+    let mut replayed = Tree::new();
+    assert_eq!(replay(&mut replayed, &all), Vec::<String>::new());
+    assert_eq!(diff(&final_tree, &replayed), Vec::<String>::new());
+    java.close().await;
+    manager.close().await.unwrap();
+}

@@ -1,0 +1,120 @@
+//! [`CacheEvents`]: one consumer's stream of a cache's events, with lag reporting.
+
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use tokio::sync::broadcast::{self, error::RecvError};
+use tokio_util::sync::ReusableBoxFuture;
+
+use super::node::CacheEvent;
+
+/// Default number of events a consumer may fall behind before it gets
+/// [`CacheEvent::Lagged`].
+pub const DEFAULT_EVENT_BUFFER: usize = 4096;
+
+type Received = (
+    Result<CacheEvent, RecvError>,
+    broadcast::Receiver<CacheEvent>,
+);
+
+async fn recv(mut rx: broadcast::Receiver<CacheEvent>) -> Received {
+    (rx.recv().await, rx)
+}
+
+/// Which events a view passes on.
+#[derive(Debug, Clone)]
+pub(crate) enum Filter {
+    All,
+    /// Every event except those about this path (a children view hides its parent).
+    Except(String),
+}
+
+/// The events of a cache from the moment this stream was made, in order. A
+/// [`Stream`](futures_core::Stream) of [`CacheEvent`]; it ends when the cache is closed or its
+/// session ended for good.
+///
+/// Each consumer has a bounded backlog ([`CacheBuilder::event_buffer`](super::CacheBuilder::event_buffer)):
+/// a consumer that falls further behind gets [`CacheEvent::Lagged`] with the number of
+/// events it missed, then the events after them. The snapshot is never affected: after a
+/// `Lagged`, read the snapshot again (Curator has no such signal: its listeners run on one
+/// executor with an unbounded queue).
+///
+/// ```no_run
+/// # async fn f(cache: zk_recipes::cache::Cache) {
+/// use zk_recipes::cache::CacheEvent;
+/// let mut events = cache.events();
+/// while let Some(event) = events.next().await {
+///     match event {
+///         CacheEvent::Lagged(n) => println!("missed {n} events; rereading {} nodes", cache.len()),
+///         other => println!("{other:?}"),
+///     }
+/// }
+/// # }
+/// ```
+pub struct CacheEvents {
+    next: ReusableBoxFuture<'static, Received>,
+    filter: Filter,
+    ended: bool,
+}
+
+impl std::fmt::Debug for CacheEvents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CacheEvents")
+            .field("filter", &self.filter)
+            .field("ended", &self.ended)
+            .finish()
+    }
+}
+
+impl CacheEvents {
+    pub(crate) fn new(rx: broadcast::Receiver<CacheEvent>, filter: Filter) -> CacheEvents {
+        CacheEvents {
+            next: ReusableBoxFuture::new(recv(rx)),
+            filter,
+            ended: false,
+        }
+    }
+
+    /// The next event, or `None` once the cache has ended.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: an event is consumed only when this returns it.
+    pub async fn next(&mut self) -> Option<CacheEvent> {
+        std::future::poll_fn(|cx| self.poll_event(cx)).await
+    }
+
+    /// Polls for the next event (see [`next`](Self::next)).
+    pub fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<CacheEvent>> {
+        loop {
+            if self.ended {
+                return Poll::Ready(None);
+            }
+            let (result, rx) = ready!(self.next.poll(cx));
+            self.next.set(recv(rx));
+            let event = match result {
+                Ok(event) => event,
+                Err(RecvError::Lagged(n)) => CacheEvent::Lagged(n),
+                Err(RecvError::Closed) => {
+                    self.ended = true;
+                    return Poll::Ready(None);
+                }
+            };
+            let pass = match &self.filter {
+                Filter::All => true,
+                Filter::Except(path) => event.path() != Some(path.as_str()),
+            };
+            if pass {
+                return Poll::Ready(Some(event));
+            }
+        }
+    }
+}
+
+impl futures_core::Stream for CacheEvents {
+    type Item = CacheEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<CacheEvent>> {
+        self.poll_event(cx)
+    }
+}

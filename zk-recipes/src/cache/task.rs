@@ -1,0 +1,304 @@
+//! The cache's task: sets the watch, loads, follows events, resyncs after faults.
+//!
+//! Per session: wait until connected, `addWatch` (recursive, or plain for a one-node
+//! cache), then a *pass*: a walk of the tree (getData of every node, getChildren of every
+//! node that has children, pipelined) that applies what it reads to the snapshot and, once
+//! complete, removes every cached node it did not see. A pass runs first, again after every
+//! reconnect of the same session (persistent watches are re-armed by the client, but the
+//! server does not replay what changed meanwhile), after a lagging watch stream, and on each
+//! new session of a `SessionManager`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::{sleep_until, Instant};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, warn};
+use zk_client::{
+    AddWatchMode, Client, ClientWatcher, Error, EventType, PersistentWatcher, SessionState,
+};
+
+use super::reads::{Kind, Op, Reads, Reply};
+use super::store::join;
+use super::{CacheState, Shared};
+
+/// Where the sessions come from.
+pub(crate) enum Source {
+    /// One session: the cache ends with it.
+    Client(Client),
+    /// A session manager: the cache moves to each new session.
+    Manager(ClientWatcher),
+}
+
+/// How a session's run ended.
+enum End {
+    /// Closed by the user (or every handle dropped).
+    Cancelled,
+    /// The session is over.
+    Session(SessionState),
+}
+
+/// Pause after a failed `addWatch` or a failed pass before trying again (first, max).
+const RETRY_FIRST: Duration = Duration::from_millis(100);
+const RETRY_MAX: Duration = Duration::from_secs(2);
+
+pub(crate) async fn run(shared: Arc<Shared>, source: Source, cancel: CancellationToken) {
+    let (mut client, mut generations) = match source {
+        Source::Client(c) => (c, None),
+        Source::Manager(w) => (w.current().client.clone(), Some(w)),
+    };
+    loop {
+        let end = tokio::select! {
+            _ = cancel.cancelled() => End::Cancelled,
+            end = session(&shared, client.clone(), &cancel) => end,
+        };
+        let End::Session(state) = end else { break };
+        shared.set_state(CacheState::Disconnected);
+        if !state.is_terminal() {
+            // The watch was removed under us (`remove_watches` by someone else): set it again.
+            tokio::select! {
+                _ = cancel.cancelled() => break,
+                _ = tokio::time::sleep(RETRY_FIRST) => continue,
+            }
+        }
+        debug!(?state, path = %shared.opts.path, "cache: session ended");
+        let Some(w) = generations.as_mut() else {
+            break;
+        };
+        if state != SessionState::Expired {
+            break;
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            next = w.changed() => match next {
+                Ok(generation) => client = generation.client,
+                Err(_) => break,
+            },
+        }
+    }
+    shared.end();
+}
+
+/// Sets the watch on `client`'s session and follows it until the session ends.
+async fn session(shared: &Shared, client: Client, cancel: &CancellationToken) -> End {
+    let mut states = client.state_watcher();
+    let mut pause = RETRY_FIRST;
+    let mode = if shared.opts.max_depth == Some(0) {
+        AddWatchMode::Persistent
+    } else {
+        AddWatchMode::PersistentRecursive
+    };
+    let watcher = loop {
+        let state = states.wait_for(SessionState::is_connected).await;
+        if state.is_terminal() {
+            return End::Session(state);
+        }
+        match client.add_watch(&shared.opts.path, mode).await {
+            Ok(w) => break w,
+            Err(e) if e.is_terminal() => return End::Session(client.state()),
+            Err(e) => {
+                warn!(error = %e, path = %shared.opts.path, "cache: addWatch failed; retrying");
+                tokio::select! {
+                    _ = cancel.cancelled() => return End::Cancelled,
+                    _ = tokio::time::sleep(pause) => {}
+                }
+                pause = (pause * 2).min(RETRY_MAX);
+            }
+        }
+    };
+    let mut sync = Sync {
+        shared,
+        reads: Reads::new(client.clone(), shared.opts.window),
+        pass: shared.last_pass(),
+        walking: false,
+        walk_pending: 0,
+        walk_failed: false,
+        retry_at: None,
+    };
+    sync.start_pass();
+    sync.follow(watcher, states).await
+}
+
+/// One session's state of the synchronisation.
+struct Sync<'a> {
+    shared: &'a Shared,
+    reads: Reads,
+    /// The current pass; reads queued in it count as seeing the nodes they find.
+    pass: u32,
+    walking: bool,
+    /// Walk reads of the current pass queued or in flight.
+    walk_pending: usize,
+    /// A read of the current pass failed: the pass cannot tell what is gone.
+    walk_failed: bool,
+    /// When to start another pass (a read failed while connected).
+    retry_at: Option<Instant>,
+}
+
+impl Sync<'_> {
+    async fn follow(
+        &mut self,
+        mut watcher: PersistentWatcher,
+        mut states: zk_client::StateWatcher,
+    ) -> End {
+        loop {
+            self.reads.fill();
+            let retry_at = self.retry_at;
+            tokio::select! {
+                biased;
+                // Replies first: each was on the wire before any event still queued.
+                (op, reply) = self.reads.next_reply() => self.on_reply(op, reply),
+                event = watcher.next() => match event {
+                    Ok(event) => self.on_event(event.event_type, &event.path),
+                    Err(Error::Lagged { missed }) => {
+                        debug!(missed, "cache: watch events dropped; resyncing");
+                        self.start_pass();
+                    }
+                    // The session ended, or the watch was removed: the caller looks which.
+                    Err(_) => return End::Session(self.reads.client().state()),
+                },
+                state = states.changed() => {
+                    if state.is_terminal() {
+                        return End::Session(state);
+                    }
+                    if state.is_connected() {
+                        // A reconnect: the server did not replay what we missed.
+                        self.start_pass();
+                    } else {
+                        self.shared.set_state(CacheState::Disconnected);
+                    }
+                }
+                _ = sleep_until(retry_at.unwrap_or_else(Instant::now)), if retry_at.is_some() => {
+                    self.retry_at = None;
+                    if self.reads_client_connected() {
+                        self.start_pass();
+                    }
+                }
+            }
+            if self.walking && self.walk_pending == 0 {
+                self.finish_pass();
+            }
+        }
+    }
+
+    fn reads_client_connected(&self) -> bool {
+        self.reads.client().state().is_connected()
+    }
+
+    fn start_pass(&mut self) {
+        self.pass = self.shared.next_pass();
+        self.walking = true;
+        self.walk_failed = false;
+        self.walk_pending = 0;
+        self.retry_at = None;
+        self.reads.forget_walks_except(self.pass);
+        let initialized = self.shared.status.borrow().initialized;
+        self.shared.set_state(if initialized {
+            CacheState::Resyncing
+        } else {
+            CacheState::Loading
+        });
+        let root = self.shared.opts.path.clone();
+        self.push_walk(Kind::Data, root);
+    }
+
+    fn push_walk(&mut self, kind: Kind, path: String) {
+        self.walk_pending += 1;
+        self.reads.push(Op {
+            kind,
+            path,
+            pass: self.pass,
+            walk: true,
+        });
+    }
+
+    fn finish_pass(&mut self) {
+        self.walking = false;
+        if self.walk_failed {
+            // Some node could not be read: what is gone is unknown. Try again soon (a
+            // disconnection starts a pass itself on reconnect).
+            self.retry_at = Some(Instant::now() + RETRY_FIRST);
+            return;
+        }
+        let pass = self.pass;
+        self.shared.apply(|store, events| store.sweep(pass, events));
+        self.shared.pass_completed();
+    }
+
+    fn on_event(&mut self, kind: EventType, path: &str) {
+        let Some(level) = self.shared.level(path) else {
+            return;
+        };
+        if self.shared.opts.max_depth.is_some_and(|max| level > max) {
+            return;
+        }
+        match kind {
+            EventType::NodeCreated | EventType::NodeDataChanged => self.reads.push(Op {
+                kind: Kind::Data,
+                path: path.to_owned(),
+                pass: self.pass,
+                walk: false,
+            }),
+            EventType::NodeDeleted => self
+                .shared
+                .apply(|store, events| store.remove(path, events)),
+            // A plain persistent watch's NodeChildrenChanged is not used (the one-node cache
+            // has no children); recursive watches never send it.
+            _ => {}
+        }
+    }
+
+    fn on_reply(&mut self, op: Op, reply: Reply) {
+        let current = op.pass == self.pass;
+        let counted = current && op.walk && self.walking;
+        if counted {
+            self.walk_pending -= 1;
+        }
+        match reply {
+            Reply::Data(Ok((data, stat))) => {
+                let expand = counted
+                    && stat.num_children > 0
+                    && self
+                        .shared
+                        .level(&op.path)
+                        .is_some_and(|l| self.shared.opts.max_depth.is_none_or(|max| l < max));
+                let keep = self.shared.keeps_data(&op.path);
+                let seen = current.then_some(self.pass);
+                self.shared.apply(|store, events| {
+                    store.apply_read(&op.path, stat, data, keep, seen, events)
+                });
+                if expand {
+                    self.push_walk(Kind::Children, op.path);
+                }
+            }
+            Reply::Children(Ok(names)) => {
+                if counted {
+                    for name in names {
+                        let child = join(&op.path, &name);
+                        self.push_walk(Kind::Data, child);
+                    }
+                }
+            }
+            Reply::Data(Err(Error::NoNode)) => {
+                self.shared
+                    .apply(|store, events| store.remove(&op.path, events));
+            }
+            Reply::Children(Err(Error::NoNode)) => {}
+            Reply::Data(Err(e)) | Reply::Children(Err(e)) => {
+                if matches!(e, Error::NoAuth) {
+                    // Unreadable: never cached, and retrying would not help.
+                } else if counted {
+                    self.walk_failed = true;
+                } else if !e.is_terminal() {
+                    // A refresh was lost: the change it was for may be missed.
+                    self.retry_at
+                        .get_or_insert_with(|| Instant::now() + RETRY_FIRST);
+                }
+                if matches!(e, Error::NoAuth) {
+                    warn!(path = %op.path, "cache: no permission to read a node; it is skipped");
+                } else {
+                    debug!(path = %op.path, error = %e, "cache: read failed");
+                }
+            }
+        }
+    }
+}

@@ -59,9 +59,15 @@ public class CuratorCacheLoad {
             System.exit(3);
         }
         atInitialized = cache.size();
-        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(600);
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+        long report = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (cache.size() < expected && System.nanoTime() < end) {
             Thread.sleep(1);
+            if (System.nanoTime() > report) {
+                System.err.println("CuratorCacheLoad: " + cache.size() + " of " + expected + " cached, "
+                        + "connected " + client.getZookeeperClient().isConnected());
+                report = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            }
         }
         return cache;
     }
@@ -88,8 +94,10 @@ public class CuratorCacheLoad {
         long heapWith = heapAfterGc();
         long rssAfter = rssKib();
         if (nodes != expected) {
-            System.out.println("ERROR cached " + nodes + " nodes, expected " + expected);
-            System.exit(4);
+            // Reported as incomplete by the Rust side (the <nodes> field).
+            System.out.printf("CACHE %d %d %d %.1f %.3f %d %d%n", firstMs, -1, -1, -1.0, -1.0, nodes,
+                    firstInitialized);
+            return;
         }
         first.close();
         long heapWithout = heapAfterGc();

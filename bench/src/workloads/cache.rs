@@ -107,9 +107,17 @@ pub(crate) async fn rounds(args: &Args, ctx: &Ctx) -> Res<String> {
             } {
                 tokio::time::sleep(Duration::from_millis(500)).await;
                 let load = if java_first {
-                    java_load(ctx, &path, n).await?
+                    java_load(ctx, &path, n).await
                 } else {
-                    ours_load(args, ctx, &path, n).await?
+                    ours_load(args, ctx, &path, n).await
+                };
+                let load = match load {
+                    Ok(load) => load,
+                    Err(e) => {
+                        eprintln!("round {round} cache {n:>6} FAILED: {e}");
+                        table.push_str(&format!("{n:<9} | round {round} failed: {e}\n"));
+                        continue;
+                    }
                 };
                 eprintln!(
                     "round {round} cache {n:>6} {:<9} first {:>7.0} ms, warm {:>7.0} ms, CPU {:>7.0} ms, {:>6.0} B/node, RSS {:>6.0} B/node",
@@ -122,6 +130,9 @@ pub(crate) async fn rounds(args: &Args, ctx: &Ctx) -> Res<String> {
                 );
                 if java_first { &mut java } else { &mut ours }.push(load);
             }
+        }
+        if ours.is_empty() || java.is_empty() {
+            continue;
         }
         let (o, j) = (median_load(&ours), median_load(&java));
         for (name, l) in [("zk-recipes", o), ("Curator 5.4", j)] {
@@ -196,6 +207,13 @@ async fn run_child(mut cmd: std::process::Command, what: &'static str, java: boo
     };
     if let Some(at_init) = rest.first().filter(|&&a| a < nodes) {
         eprintln!("cache: {what}: initialized() came with {at_init} of {nodes} nodes cached");
+    }
+    if second_ms < 0.0 {
+        return Err(format!(
+            "{what}: incomplete load, {nodes} nodes cached {first_ms} ms after start (initialized() at {:?})",
+            rest.first()
+        )
+        .into());
     }
     Ok(Load {
         first_ms,

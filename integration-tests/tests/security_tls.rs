@@ -14,7 +14,7 @@ use integration_tests::pki::{ClientAuth, Pki};
 use integration_tests::probe::four_letter_word;
 use integration_tests::{chroot, Ensemble, ZkTarget};
 use tokio::sync::OnceCell;
-use zk_client::{Client, CreateOptions, Error, EventType, SessionState, TlsOptions};
+use zk_client::{Acl, Client, CreateOptions, Error, EventType, Perms, SessionState, TlsOptions};
 
 struct Tls {
     pki: Pki,
@@ -144,6 +144,66 @@ async fn tls_read_write_watch_and_failover_across_tls_hosts() {
     t.ens.start(on).await;
     a.close().await.expect("close");
     b.close().await.expect("close");
+}
+
+/// The server's `X509AuthenticationProvider` (ZooKeeper's default on the secure port) gives
+/// each TLS session the identity `x509:<subject DN>` of its client certificate.
+#[tokio::test]
+async fn x509_acl_admits_the_certificate_subject_and_refuses_another_certificate() {
+    let t = tls().await;
+    let root = chroot(&t.ens, "x509_acl").await;
+    let hosts = t.hosts(&root);
+    let owner = t.connect(&hosts, t.options()).await.expect("TLS connect");
+    let ids = owner.whoami().await.expect("whoami");
+    assert!(
+        ids.iter()
+            .any(|i| i.auth_scheme == "x509" && i.user == Pki::CLIENT_SUBJECT),
+        "{ids:?}"
+    );
+    let acl = vec![Acl::x509(Perms::ALL, Pki::CLIENT_SUBJECT)];
+    owner
+        .create(
+            "/mine",
+            b"cert only",
+            &CreateOptions::persistent().with_acl(acl),
+        )
+        .await
+        .expect("create with an x509 ACL");
+    let (stored, _) = owner.get_acl("/mine").await.expect("get_acl");
+    assert_eq!(stored[0].id.scheme, "x509");
+    assert_eq!(stored[0].id.id, Pki::CLIENT_SUBJECT);
+    assert_eq!(
+        &owner.get_data("/mine").await.expect("read").0[..],
+        b"cert only"
+    );
+
+    // Same CA, another subject: connected, but not that identity.
+    let (cert, key) = t.pki.other_client_cert();
+    let other = t
+        .connect(
+            &hosts,
+            TlsOptions::new()
+                .ca_file(t.pki.ca_pem())
+                .client_cert_files(cert, key),
+        )
+        .await
+        .expect("TLS connect with the other certificate");
+    let ids = other.whoami().await.expect("whoami");
+    assert!(
+        ids.iter()
+            .any(|i| i.auth_scheme == "x509" && i.user == Pki::OTHER_CLIENT_SUBJECT),
+        "{ids:?}"
+    );
+    assert!(
+        matches!(other.get_data("/mine").await, Err(Error::NoAuth)),
+        "another certificate must get NoAuth"
+    );
+    assert!(matches!(
+        other.set_data("/mine", b"x", None).await,
+        Err(Error::NoAuth)
+    ));
+    owner.close().await.expect("close");
+    other.close().await.expect("close");
 }
 
 #[tokio::test]

@@ -13,6 +13,8 @@
 //! session in one go, everything they encode goes out in one `write`, the socket is read in
 //! 64 KiB chunks and every complete frame in a chunk is handled before the next poll.
 
+#[cfg(feature = "sasl-gssapi")]
+mod kerberos;
 mod probe;
 #[cfg(feature = "tls")]
 pub(crate) mod tls;
@@ -242,7 +244,13 @@ impl<C: Connector> Driver<C> {
         loop {
             self.arm_timer();
             tokio::select! {
-                stream = &mut connect => return stream,
+                stream = &mut connect => {
+                    #[cfg(feature = "sasl-gssapi")]
+                    if let Ok((_, deadline)) = &stream {
+                        self.prepare_sasl(addr, *deadline).await?;
+                    }
+                    return stream;
+                }
                 cmd = self.rx.recv(), if !self.rx_closed => self.on_command(cmd),
                 () = self.timer.as_mut() => {
                     let _ = self.on_timer();
@@ -251,6 +259,36 @@ impl<C: Connector> Driver<C> {
             self.deliver();
             if self.session.is_done() {
                 return Err(None);
+            }
+        }
+    }
+
+    /// SASL GSSAPI: the Kerberos tickets for the connection to `addr`, within its connect
+    /// deadline. Refused credentials end the session (`AuthFailed`, no reconnect storm); an
+    /// unreachable KDC fails this attempt like a connection failure.
+    #[cfg(feature = "sasl-gssapi")]
+    async fn prepare_sasl(&mut self, addr: &str, deadline: Instant) -> Result<(), Option<String>> {
+        let Some(cfg) = self.session.gssapi() else {
+            return Ok(());
+        };
+        let at = tokio::time::Instant::from_std(deadline);
+        match timeout_at(at, kerberos::prepare(&cfg, transport::host_of(addr))).await {
+            Ok(Ok(mech)) => {
+                self.session.handle_sasl_prepared(mech);
+                Ok(())
+            }
+            Ok(Err(kerberos::Unprepared::Refused(msg))) => {
+                self.session.handle_sasl_refused(&msg);
+                self.deliver();
+                Err(None)
+            }
+            Ok(Err(kerberos::Unprepared::Unreachable(msg))) => {
+                tracing::warn!(error = %msg, "Kerberos: KDC unreachable");
+                Err(None)
+            }
+            Err(_) => {
+                debug!("Kerberos: no tickets within the connect timeout");
+                Err(None)
             }
         }
     }

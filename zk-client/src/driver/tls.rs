@@ -9,7 +9,7 @@ use tokio_rustls::client::TlsStream;
 use tokio_rustls::rustls::pki_types::ServerName;
 use tokio_rustls::rustls::ClientConfig;
 
-use super::transport::{Connector, TlsFailure, Transport};
+use super::transport::{host_of, Connector, TlsFailure, Transport};
 
 /// The server name to verify for a host: the host itself unless overridden.
 pub(crate) type NameFor = Arc<dyn Fn(&str) -> io::Result<ServerName<'static>> + Send + Sync>;
@@ -60,22 +60,5 @@ impl Transport for TlsStream<TcpStream> {
 
     fn unpark(parked: Self::Parked) -> io::Result<Self> {
         Ok(parked)
-    }
-}
-
-/// The host part of `host:port` (`[v6]:port` gives `[v6]`).
-fn host_of(addr: &str) -> &str {
-    addr.rsplit_once(':').map_or(addr, |(host, _)| host)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::host_of;
-
-    #[test]
-    fn host_of_strips_the_port() {
-        assert_eq!(host_of("127.0.0.1:2281"), "127.0.0.1");
-        assert_eq!(host_of("[::1]:2281"), "[::1]");
-        assert_eq!(host_of("zk1"), "zk1");
     }
 }

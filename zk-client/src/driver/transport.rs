@@ -51,6 +51,12 @@ pub(crate) fn write_now<S: Transport>(stream: &mut S, buf: &mut Bytes) -> io::Re
     Ok(())
 }
 
+/// The host part of `host:port` (`[v6]:port` gives `[v6]`).
+#[cfg_attr(not(any(feature = "tls", feature = "sasl-gssapi")), allow(dead_code))]
+pub(crate) fn host_of(addr: &str) -> &str {
+    addr.rsplit_once(':').map_or(addr, |(host, _)| host)
+}
+
 /// Plain TCP, `TCP_NODELAY` set.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct TcpConnector;
@@ -109,6 +115,13 @@ impl TlsFailure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_of_strips_the_port() {
+        assert_eq!(host_of("127.0.0.1:2281"), "127.0.0.1");
+        assert_eq!(host_of("[::1]:2281"), "[::1]");
+        assert_eq!(host_of("zk1"), "zk1");
+    }
 
     #[test]
     fn tls_failures_are_recognised_in_io_errors() {

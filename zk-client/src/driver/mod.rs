@@ -272,7 +272,21 @@ impl<C: Connector> Driver<C> {
             return Ok(());
         };
         let at = tokio::time::Instant::from_std(deadline);
-        match timeout_at(at, kerberos::prepare(&cfg, transport::host_of(addr))).await {
+        // A task of its own: a panic in the Kerberos library (krb5-gss 0.2.0 panics on some
+        // keytab/reply combinations) fails this preparation instead of the connection task.
+        let host = transport::host_of(addr).to_owned();
+        let mut task = tokio::spawn(async move { kerberos::prepare(&cfg, &host).await });
+        let prepared = match timeout_at(at, &mut task).await {
+            Ok(Ok(prepared)) => Ok(prepared),
+            Ok(Err(e)) => Ok(Err(kerberos::Unprepared::Refused(format!(
+                "the Kerberos library failed: {e}"
+            )))),
+            Err(elapsed) => {
+                task.abort();
+                Err(elapsed)
+            }
+        };
+        match prepared {
             Ok(Ok(mech)) => {
                 self.session.handle_sasl_prepared(mech);
                 Ok(())

@@ -33,7 +33,6 @@ use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::AsyncWrite;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::time::{sleep, timeout_at, Sleep};
-use tokio_util::io::poll_read_buf;
 use tracing::{debug, trace};
 use zk_proto::frame::decode_frame;
 
@@ -113,7 +112,7 @@ struct Link<S> {
     stream: Option<S>,
     rbuf: BytesMut,
     wbuf: Bytes,
-    /// Bytes were written since the last flush (transports with `NEEDS_FLUSH` only).
+    /// Written bytes wait in the transport for a flush (see `Transport::needs_flush`).
     unflushed: bool,
     /// Sit out a deep-pipeline pause before the next read.
     pause: bool,
@@ -388,7 +387,7 @@ impl<C: Connector> Driver<C> {
                     return Poll::Ready(Input::Flushed(r));
                 }
             }
-            poll_read_buf(Pin::new(&mut *stream), cx, rbuf).map(Input::Read)
+            stream.poll_read_into(cx, rbuf).map(Input::Read)
         });
         self.arm_timer();
         tokio::select! {
@@ -423,7 +422,7 @@ impl<C: Connector> Driver<C> {
             Input::Wrote(Ok(n)) => {
                 crate::metrics::bytes_sent(n);
                 link.wbuf.advance(n);
-                link.unflushed = C::Stream::NEEDS_FLUSH;
+                link.unflushed = link.stream.as_ref().is_some_and(Transport::needs_flush);
                 Ok(())
             }
             Input::Flushed(Ok(())) => {
@@ -458,7 +457,7 @@ impl<C: Connector> Driver<C> {
         let unsent = link.wbuf.len();
         let flushed = write_now(&mut stream, &mut link.wbuf);
         crate::metrics::bytes_sent(unsent - link.wbuf.len());
-        link.unflushed = C::Stream::NEEDS_FLUSH;
+        link.unflushed = stream.needs_flush();
         if flushed.is_err() {
             return Err(Disconnect::Transport);
         }

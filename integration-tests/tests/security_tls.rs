@@ -12,7 +12,7 @@ use client_common::{
 };
 use integration_tests::pki::{ClientAuth, Pki};
 use integration_tests::probe::four_letter_word;
-use integration_tests::{chroot, Ensemble, ZkTarget};
+use integration_tests::{chroot, Ensemble, ScratchDir, ZkTarget};
 use tokio::sync::OnceCell;
 use zk_client::{Acl, Client, CreateOptions, Error, EventType, Perms, SessionState, TlsOptions};
 
@@ -204,6 +204,98 @@ async fn x509_acl_admits_the_certificate_subject_and_refuses_another_certificate
     ));
     owner.close().await.expect("close");
     other.close().await.expect("close");
+}
+
+/// A byte-level TCP forwarder (the harness's proxy forwards ZooKeeper packets, not TLS
+/// records) whose open connections can be cut.
+struct BytePipe {
+    addr: std::net::SocketAddr,
+    conns: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+    _accept: tokio::task::JoinHandle<()>,
+}
+
+impl BytePipe {
+    async fn start(upstream: std::net::SocketAddr) -> BytePipe {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let conns = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let tracked = conns.clone();
+        let accept = tokio::spawn(async move {
+            while let Ok((mut down, _)) = listener.accept().await {
+                let task = tokio::spawn(async move {
+                    if let Ok(mut up) = tokio::net::TcpStream::connect(upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut down, &mut up).await;
+                    }
+                });
+                tracked.lock().unwrap().push(task.abort_handle());
+            }
+        });
+        BytePipe {
+            addr,
+            conns,
+            _accept: accept,
+        }
+    }
+
+    /// Closes every open connection (the client sees EOF and reconnects).
+    fn cut(&self) {
+        for c in self.conns.lock().unwrap().drain(..) {
+            c.abort();
+        }
+    }
+}
+
+impl Drop for BytePipe {
+    fn drop(&mut self) {
+        self.cut();
+        self._accept.abort();
+    }
+}
+
+/// Certificates rotate: when the client's certificate files change on disk, the next
+/// connection presents the new certificate (here a new x509 identity), without a restart.
+#[tokio::test]
+async fn tls_rotated_client_certificate_files_are_used_on_the_next_connection() {
+    let t = tls().await;
+    let dir = ScratchDir::new("tls-rotate");
+    let copy = |from: &std::path::Path, to: &str| {
+        dir.write(to, &std::fs::read_to_string(from).expect("read pem"))
+    };
+    let (cert, key) = t.pki.client_cert();
+    let (cert_path, key_path) = (copy(&cert, "client.pem"), copy(&key, "client.key"));
+    let proxy = BytePipe::start(t.ens.secure_addr(0).expect("secure port")).await;
+    let options = TlsOptions::new()
+        .ca_file(t.pki.ca_pem())
+        .client_cert_files(&cert_path, &key_path);
+    let client = t
+        .connect(&proxy.addr.to_string(), options)
+        .await
+        .expect("TLS connect");
+    let x509 = |ids: Vec<zk_client::ClientInfo>| {
+        ids.into_iter()
+            .find(|i| i.auth_scheme == "x509")
+            .map(|i| i.user)
+    };
+    let before = x509(client.whoami().await.expect("whoami"));
+    assert_eq!(before.as_deref(), Some(Pki::CLIENT_SUBJECT));
+
+    // The new certificate replaces the old one in the same files.
+    let (cert2, key2) = t.pki.other_client_cert();
+    copy(&cert2, "client.pem");
+    copy(&key2, "client.key");
+    let epoch = client.connection_epoch();
+    proxy.cut();
+    within("reconnect", async {
+        while client.connection_epoch() == epoch || !client.state().is_connected() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    let after = x509(client.whoami().await.expect("whoami"));
+    assert_eq!(after.as_deref(), Some(Pki::OTHER_CLIENT_SUBJECT));
+    client.close().await.expect("close");
 }
 
 #[tokio::test]

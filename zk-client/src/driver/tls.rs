@@ -23,6 +23,15 @@ pub(crate) type NameFor = Arc<dyn Fn(&str) -> io::Result<ServerName<'static>> + 
 pub(crate) struct TlsConnector {
     inner: tokio_rustls::TlsConnector,
     name_for: NameFor,
+    reload: Option<Arc<Reload>>,
+}
+
+/// The options the config was built from, to build it again when their files change
+/// (rotated certificates are used from the next connection on, without a restart).
+struct Reload {
+    options: crate::tls::TlsOptions,
+    /// The file stamps the current config was built with, and that config.
+    current: std::sync::Mutex<(Vec<Option<std::time::SystemTime>>, Arc<ClientConfig>)>,
 }
 
 impl TlsConnector {
@@ -30,7 +39,38 @@ impl TlsConnector {
         Self {
             inner: tokio_rustls::TlsConnector::from(config),
             name_for,
+            reload: None,
         }
+    }
+
+    /// Re-reads the certificate, key and CA files of `options` before a connection when
+    /// any of them changed since the config in use was built (a `stat` per file per
+    /// connection otherwise).
+    pub(crate) fn reloading(mut self, options: crate::tls::TlsOptions) -> Self {
+        let stamps = options.file_stamps();
+        let config = self.inner.config().clone();
+        self.reload = Some(Arc::new(Reload {
+            options,
+            current: std::sync::Mutex::new((stamps, config)),
+        }));
+        self
+    }
+
+    /// The connector for the next connection: the files' current contents.
+    fn current(&self) -> io::Result<tokio_rustls::TlsConnector> {
+        let Some(reload) = &self.reload else {
+            return Ok(self.inner.clone());
+        };
+        let stamps = reload.options.file_stamps();
+        let mut current = reload.current.lock().unwrap_or_else(|e| e.into_inner());
+        if current.0 != stamps {
+            let config = reload.options.client_config().map_err(|e| {
+                io::Error::new(io::ErrorKind::InvalidData, TlsFailure(e.to_string()))
+            })?;
+            tracing::debug!("TLS files changed: new configuration");
+            *current = (stamps, config);
+        }
+        Ok(tokio_rustls::TlsConnector::from(current.1.clone()))
     }
 }
 
@@ -39,9 +79,10 @@ impl Connector for TlsConnector {
 
     async fn connect(&self, addr: &str) -> io::Result<Self::Stream> {
         let name = (self.name_for)(host_of(addr))?;
+        let connector = self.current()?;
         let tcp = TcpStream::connect(addr).await?;
         tcp.set_nodelay(true)?;
-        self.inner
+        connector
             .connect(name, tcp)
             .await
             .map_err(|e| match TlsFailure::message(&e) {

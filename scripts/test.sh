@@ -40,8 +40,10 @@ trap 'exit 143' TERM
 
 stage=$(now_s)
 # openssl: test certificates (integration_tests::pki); libnetty-java: ZooKeeper's TLS port.
+# krb5-*: the loopback KDC of security_kerberos (integration_tests::kdc).
 packages=(zookeeper openjdk-17-jdk-headless libcurator-client-java libcurator-framework-java
-    libcurator-recipes-java libcurator-discovery-java python3-kazoo binutils unzip openssl libnetty-java)
+    libcurator-recipes-java libcurator-discovery-java python3-kazoo binutils unzip openssl libnetty-java
+    krb5-kdc krb5-admin-server krb5-user)
 [ "$mode" = docker ] && packages+=(docker.io)
 apt_install "${packages[@]}"
 log "packages ready ($(elapsed "$stage") s)"

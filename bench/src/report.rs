@@ -173,7 +173,7 @@ impl Report {
         }
         let _ = writeln!(
             out,
-            "\nTLS: rustls (ring), TLS 1.3, client certificate. The server runs ZooKeeper's Netty connection factory (needed for its secure port) for both ports, so its TCP numbers are not the other tables' (NIO factory). Both runs of a round use the same server, alternating which goes first."
+            "\nTLS: rustls (ring), TLS 1.2 (ZooKeeper 3.8's default `ssl.protocol`), AES-GCM, client certificate. The server runs ZooKeeper's Netty connection factory (needed for its secure port) for both ports, so its TCP numbers are not the other tables' (NIO factory). Both runs of a round use the same server, alternating which goes first."
         );
     }
 

@@ -40,6 +40,7 @@ mod runtime;
 mod scratch;
 mod server;
 
+pub mod kdc;
 pub mod pki;
 pub mod probe;
 pub mod proxy;

@@ -2,8 +2,8 @@
 //! the JDK's `keytool` in a temporary directory (removed on drop, or by the reaper).
 //!
 //! [`Pki::new`] makes a CA, a server certificate for `127.0.0.1` and `localhost` (PKCS#12
-//! keystore and truststore for ZooKeeper), a client certificate (PEM, for the Rust client),
-//! and a second, unrelated CA (to test rejection). [`Pki::server_settings`] gives harness
+//! keystore and truststore for ZooKeeper), two client certificates with different subjects
+//! (PEM, for the Rust client and `x509` ACLs), and a second, unrelated CA (to test rejection). [`Pki::server_settings`] gives harness
 //! settings for a TLS server using them.
 
 use std::fs;
@@ -60,6 +60,7 @@ impl Pki {
         pki.make_ca("other-ca", "zkrs unrelated CA");
         pki.make_leaf("server", "localhost");
         pki.make_leaf("client", "zkrs-client");
+        pki.make_leaf("client2", "zkrs-other-client");
         pki.make_stores();
         pki
     }
@@ -83,6 +84,19 @@ impl Pki {
     pub fn client_cert(&self) -> (PathBuf, PathBuf) {
         (self.path("client.pem"), self.path("client.key"))
     }
+
+    /// The subject of [`client_cert`](Self::client_cert) as ZooKeeper's
+    /// `X509AuthenticationProvider` names it (`x509:` ACL id).
+    pub const CLIENT_SUBJECT: &'static str = "CN=zkrs-client";
+
+    /// A second client certificate from the same CA, subject
+    /// [`OTHER_CLIENT_SUBJECT`](Self::OTHER_CLIENT_SUBJECT): trusted, but another identity.
+    pub fn other_client_cert(&self) -> (PathBuf, PathBuf) {
+        (self.path("client2.pem"), self.path("client2.key"))
+    }
+
+    /// The subject of [`other_client_cert`](Self::other_client_cert).
+    pub const OTHER_CLIENT_SUBJECT: &'static str = "CN=zkrs-other-client";
 
     /// Settings for a server with a `secureClientPort` whose keystore holds the server
     /// certificate and whose truststore holds the CA, with `ssl.clientAuth` as given.

@@ -12,9 +12,9 @@ use client_common::{
 };
 use integration_tests::pki::{ClientAuth, Pki};
 use integration_tests::probe::four_letter_word;
-use integration_tests::{chroot, Ensemble, ZkTarget};
+use integration_tests::{chroot, Ensemble, ScratchDir, ZkTarget};
 use tokio::sync::OnceCell;
-use zk_client::{Client, CreateOptions, Error, EventType, SessionState, TlsOptions};
+use zk_client::{Acl, Client, CreateOptions, Error, EventType, Perms, SessionState, TlsOptions};
 
 struct Tls {
     pki: Pki,
@@ -144,6 +144,158 @@ async fn tls_read_write_watch_and_failover_across_tls_hosts() {
     t.ens.start(on).await;
     a.close().await.expect("close");
     b.close().await.expect("close");
+}
+
+/// The server's `X509AuthenticationProvider` (ZooKeeper's default on the secure port) gives
+/// each TLS session the identity `x509:<subject DN>` of its client certificate.
+#[tokio::test]
+async fn x509_acl_admits_the_certificate_subject_and_refuses_another_certificate() {
+    let t = tls().await;
+    let root = chroot(&t.ens, "x509_acl").await;
+    let hosts = t.hosts(&root);
+    let owner = t.connect(&hosts, t.options()).await.expect("TLS connect");
+    let ids = owner.whoami().await.expect("whoami");
+    assert!(
+        ids.iter()
+            .any(|i| i.auth_scheme == "x509" && i.user == Pki::CLIENT_SUBJECT),
+        "{ids:?}"
+    );
+    let acl = vec![Acl::x509(Perms::ALL, Pki::CLIENT_SUBJECT)];
+    owner
+        .create(
+            "/mine",
+            b"cert only",
+            &CreateOptions::persistent().with_acl(acl),
+        )
+        .await
+        .expect("create with an x509 ACL");
+    let (stored, _) = owner.get_acl("/mine").await.expect("get_acl");
+    assert_eq!(stored[0].id.scheme, "x509");
+    assert_eq!(stored[0].id.id, Pki::CLIENT_SUBJECT);
+    assert_eq!(
+        &owner.get_data("/mine").await.expect("read").0[..],
+        b"cert only"
+    );
+
+    // Same CA, another subject: connected, but not that identity.
+    let (cert, key) = t.pki.other_client_cert();
+    let other = t
+        .connect(
+            &hosts,
+            TlsOptions::new()
+                .ca_file(t.pki.ca_pem())
+                .client_cert_files(cert, key),
+        )
+        .await
+        .expect("TLS connect with the other certificate");
+    let ids = other.whoami().await.expect("whoami");
+    assert!(
+        ids.iter()
+            .any(|i| i.auth_scheme == "x509" && i.user == Pki::OTHER_CLIENT_SUBJECT),
+        "{ids:?}"
+    );
+    assert!(
+        matches!(other.get_data("/mine").await, Err(Error::NoAuth)),
+        "another certificate must get NoAuth"
+    );
+    assert!(matches!(
+        other.set_data("/mine", b"x", None).await,
+        Err(Error::NoAuth)
+    ));
+    owner.close().await.expect("close");
+    other.close().await.expect("close");
+}
+
+/// A byte-level TCP forwarder (the harness's proxy forwards ZooKeeper packets, not TLS
+/// records) whose open connections can be cut.
+struct BytePipe {
+    addr: std::net::SocketAddr,
+    conns: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+    _accept: tokio::task::JoinHandle<()>,
+}
+
+impl BytePipe {
+    async fn start(upstream: std::net::SocketAddr) -> BytePipe {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let conns = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let tracked = conns.clone();
+        let accept = tokio::spawn(async move {
+            while let Ok((mut down, _)) = listener.accept().await {
+                let task = tokio::spawn(async move {
+                    if let Ok(mut up) = tokio::net::TcpStream::connect(upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut down, &mut up).await;
+                    }
+                });
+                tracked.lock().unwrap().push(task.abort_handle());
+            }
+        });
+        BytePipe {
+            addr,
+            conns,
+            _accept: accept,
+        }
+    }
+
+    /// Closes every open connection (the client sees EOF and reconnects).
+    fn cut(&self) {
+        for c in self.conns.lock().unwrap().drain(..) {
+            c.abort();
+        }
+    }
+}
+
+impl Drop for BytePipe {
+    fn drop(&mut self) {
+        self.cut();
+        self._accept.abort();
+    }
+}
+
+/// Certificates rotate: when the client's certificate files change on disk, the next
+/// connection presents the new certificate (here a new x509 identity), without a restart.
+#[tokio::test]
+async fn tls_rotated_client_certificate_files_are_used_on_the_next_connection() {
+    let t = tls().await;
+    let dir = ScratchDir::new("tls-rotate");
+    let copy = |from: &std::path::Path, to: &str| {
+        dir.write(to, &std::fs::read_to_string(from).expect("read pem"))
+    };
+    let (cert, key) = t.pki.client_cert();
+    let (cert_path, key_path) = (copy(&cert, "client.pem"), copy(&key, "client.key"));
+    let proxy = BytePipe::start(t.ens.secure_addr(0).expect("secure port")).await;
+    let options = TlsOptions::new()
+        .ca_file(t.pki.ca_pem())
+        .client_cert_files(&cert_path, &key_path);
+    let client = t
+        .connect(&proxy.addr.to_string(), options)
+        .await
+        .expect("TLS connect");
+    let x509 = |ids: Vec<zk_client::ClientInfo>| {
+        ids.into_iter()
+            .find(|i| i.auth_scheme == "x509")
+            .map(|i| i.user)
+    };
+    let before = x509(client.whoami().await.expect("whoami"));
+    assert_eq!(before.as_deref(), Some(Pki::CLIENT_SUBJECT));
+
+    // The new certificate replaces the old one in the same files.
+    let (cert2, key2) = t.pki.other_client_cert();
+    copy(&cert2, "client.pem");
+    copy(&key2, "client.key");
+    let epoch = client.connection_epoch();
+    proxy.cut();
+    within("reconnect", async {
+        while client.connection_epoch() == epoch || !client.state().is_connected() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    let after = x509(client.whoami().await.expect("whoami"));
+    assert_eq!(after.as_deref(), Some(Pki::OTHER_CLIENT_SUBJECT));
+    client.close().await.expect("close");
 }
 
 #[tokio::test]

@@ -79,7 +79,7 @@ pub struct ClientBuilder {
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<crate::tls::TlsOptions>,
     #[cfg(feature = "sasl")]
-    pub(crate) sasl: Option<crate::session::SaslCredentials>,
+    pub(crate) sasl: Option<crate::session::SaslConfig>,
 }
 
 impl ClientBuilder {
@@ -300,10 +300,45 @@ impl ClientBuilder {
     /// ```
     #[cfg(feature = "sasl")]
     pub fn sasl_digest_md5(mut self, user: &str, password: &str) -> Self {
-        self.sasl = Some(crate::session::SaslCredentials {
-            user: user.to_owned(),
-            password: password.to_owned(),
-        });
+        self.sasl = Some(crate::session::SaslConfig::DigestMd5(
+            crate::session::SaslCredentials {
+                user: user.to_owned(),
+                password: password.to_owned(),
+            },
+        ));
+        self
+    }
+
+    /// Authenticates every connection with SASL GSSAPI, Kerberos (feature `sasl-gssapi`):
+    /// as the principal of [`KerberosOptions`](crate::KerberosOptions), with its keytab,
+    /// to the server principal `zookeeper/<host>` (the Java client's JAAS `Client` section
+    /// with `Krb5LoginModule`). The session then holds the identity `sasl:<principal>`
+    /// (e.g. `sasl:app@EXAMPLE.COM`; the server's `kerberos.removeHostFromPrincipal` and
+    /// `kerberos.removeRealmFromPrincipal` shorten it).
+    ///
+    /// Before each connection's handshake the client gets fresh tickets from the KDC
+    /// (bounded by the connect timeout); the exchange then runs as for
+    /// [`sasl_digest_md5`](Self::sasl_digest_md5): the session is reported connected, and
+    /// queued calls go out, only once the server accepted it. Refused credentials (a
+    /// principal the KDC does not know, a key that does not match) or a server rejecting
+    /// the ticket end the session: [`connect`](Self::connect) fails with
+    /// [`Error::AuthFailed`](crate::Error::AuthFailed), without retrying. An unreachable KDC
+    /// counts as a failed connection attempt (retried). The tracing log says why.
+    ///
+    /// ```no_run
+    /// # async fn f() -> zk_client::Result<()> {
+    /// let kerberos = zk_client::KerberosOptions::new("app@EXAMPLE.COM", "/etc/app.keytab");
+    /// let client = zk_client::Client::builder("zk1.example.com:2181")
+    ///     .sasl_gssapi(kerberos)
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "sasl-gssapi")]
+    pub fn sasl_gssapi(mut self, options: crate::kerberos::KerberosOptions) -> Self {
+        self.sasl = Some(crate::session::SaslConfig::Gssapi(std::sync::Arc::new(
+            options,
+        )));
         self
     }
 

@@ -115,13 +115,13 @@ fn spawn_driver<C: Connector>(connector: C, p: Parts, span: tracing::Span) {
 fn tls_connector(opts: &crate::tls::TlsOptions) -> Result<crate::driver::tls::TlsConnector> {
     use crate::driver::transport::TlsFailure;
     let config = opts.client_config()?;
-    let opts = opts.clone();
+    let names = opts.clone();
     let name_for: crate::driver::tls::NameFor = std::sync::Arc::new(move |host| {
-        opts.server_name_for(host).map_err(|e| {
+        names.server_name_for(host).map_err(|e| {
             std::io::Error::new(std::io::ErrorKind::InvalidInput, TlsFailure(e.to_string()))
         })
     });
-    Ok(crate::driver::tls::TlsConnector::new(config, name_for))
+    Ok(crate::driver::tls::TlsConnector::new(config, name_for).reloading(opts.clone()))
 }
 
 fn session_config(b: &ClientBuilder, hosts: usize) -> SessionConfig {

@@ -205,6 +205,8 @@ mod event_queue;
 #[doc(hidden)]
 pub mod fuzzing;
 mod hosts;
+#[cfg(feature = "sasl-gssapi")]
+mod kerberos;
 mod managed;
 mod metrics;
 mod path;
@@ -223,6 +225,8 @@ pub use bytes::Bytes;
 pub use client::{Client, CreateOptions, Op, OpResult, ReadOp, ReadResult, Transaction};
 pub use error::{Error, Result};
 pub use event::{AddWatchMode, EventType, WatchedEvent, WatcherType};
+#[cfg(feature = "sasl-gssapi")]
+pub use kerberos::KerberosOptions;
 pub use managed::{
     ClientWatcher, Generation, SessionManager, SessionManagerBuilder, DEFAULT_RENEW_ATTEMPTS,
     DEFAULT_RENEW_BACKOFF, DEFAULT_RENEW_BACKOFF_MAX,

@@ -58,6 +58,12 @@ impl fmt::Debug for Pem {
 /// presents a client certificate (`zookeeper.ssl.keyStore.location`), which servers with
 /// `ssl.clientAuth=need` require.
 ///
+/// Files are read when the client connects, and read again before a later connection when
+/// one of them was modified since (a `stat` per file per connection): rotated certificates
+/// and CA bundles are used from the next reconnect on, without a restart. Write the new
+/// files in place of the old ones (certificate and key together: a connection attempt in
+/// between may fail and is retried).
+///
 /// ```no_run
 /// # async fn f() -> zk_client::Result<()> {
 /// use zk_client::{Client, TlsOptions};
@@ -170,6 +176,21 @@ impl TlsOptions {
             }
         };
         Ok(Arc::new(config))
+    }
+
+    /// When each file of these options was last modified (`None`: bytes, or unreadable):
+    /// a change means the configuration must be built again.
+    pub(crate) fn file_stamps(&self) -> Vec<Option<std::time::SystemTime>> {
+        let stamp = |pem: &Pem| match pem {
+            Pem::File(path) => std::fs::metadata(path).and_then(|m| m.modified()).ok(),
+            Pem::Bytes(_) => None,
+        };
+        let mut out: Vec<_> = self.ca.iter().map(stamp).collect();
+        if let Some((cert, key)) = &self.client {
+            out.push(stamp(cert));
+            out.push(stamp(key));
+        }
+        out
     }
 
     /// The name to verify for `host`, unless overridden.

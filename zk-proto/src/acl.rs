@@ -81,6 +81,22 @@ impl Id {
     pub fn ip(address: impl Into<String>) -> Self {
         Self::new("ip", address)
     }
+
+    /// The `x509` id of a client certificate's subject, for sessions over mutual TLS (the
+    /// server's `X509AuthenticationProvider`, which ZooKeeper uses on its `secureClientPort`
+    /// by default): the subject distinguished name as Java prints it
+    /// (`X500Principal.getName()`, RFC 2253: most specific attribute first, no spaces after
+    /// commas), e.g. `"CN=app1,OU=services,O=Example"`. `openssl x509 -noout -subject
+    /// -nameopt RFC2253 -in client.pem` prints it in that form.
+    ///
+    /// ```
+    /// use zk_proto::Id;
+    /// let id = Id::x509("CN=app1,O=Example");
+    /// assert_eq!((id.scheme.as_str(), id.id.as_str()), ("x509", "CN=app1,O=Example"));
+    /// ```
+    pub fn x509(subject_dn: impl Into<String>) -> Self {
+        Self::new("x509", subject_dn)
+    }
 }
 
 /// `user:base64(sha1("user:password"))`: the id part of a `digest` ACL entry (see
@@ -147,6 +163,12 @@ impl Acl {
     /// `perms` for the SASL-authenticated `user` (`sasl:user`).
     pub fn sasl(perms: i32, user: impl Into<String>) -> Self {
         Self::new(perms, Id::sasl(user))
+    }
+
+    /// `perms` for the clients whose TLS certificate has this subject (`x509:<DN>`, see
+    /// [`Id::x509`]).
+    pub fn x509(perms: i32, subject_dn: impl Into<String>) -> Self {
+        Self::new(perms, Id::x509(subject_dn))
     }
 
     /// Everything for the session's own identities plus read for everyone (Curator's and

@@ -13,6 +13,8 @@
 //! session in one go, everything they encode goes out in one `write`, the socket is read in
 //! 64 KiB chunks and every complete frame in a chunk is handled before the next poll.
 
+#[cfg(feature = "sasl-gssapi")]
+mod kerberos;
 mod probe;
 #[cfg(feature = "tls")]
 pub(crate) mod tls;
@@ -31,7 +33,6 @@ use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::AsyncWrite;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::time::{sleep, timeout_at, Sleep};
-use tokio_util::io::poll_read_buf;
 use tracing::{debug, trace};
 use zk_proto::frame::decode_frame;
 
@@ -111,7 +112,7 @@ struct Link<S> {
     stream: Option<S>,
     rbuf: BytesMut,
     wbuf: Bytes,
-    /// Bytes were written since the last flush (transports with `NEEDS_FLUSH` only).
+    /// Written bytes wait in the transport for a flush (see `Transport::needs_flush`).
     unflushed: bool,
     /// Sit out a deep-pipeline pause before the next read.
     pause: bool,
@@ -242,7 +243,13 @@ impl<C: Connector> Driver<C> {
         loop {
             self.arm_timer();
             tokio::select! {
-                stream = &mut connect => return stream,
+                stream = &mut connect => {
+                    #[cfg(feature = "sasl-gssapi")]
+                    if let Ok((_, deadline)) = &stream {
+                        self.prepare_sasl(addr, *deadline).await?;
+                    }
+                    return stream;
+                }
                 cmd = self.rx.recv(), if !self.rx_closed => self.on_command(cmd),
                 () = self.timer.as_mut() => {
                     let _ = self.on_timer();
@@ -251,6 +258,50 @@ impl<C: Connector> Driver<C> {
             self.deliver();
             if self.session.is_done() {
                 return Err(None);
+            }
+        }
+    }
+
+    /// SASL GSSAPI: the Kerberos tickets for the connection to `addr`, within its connect
+    /// deadline. Refused credentials end the session (`AuthFailed`, no reconnect storm); an
+    /// unreachable KDC fails this attempt like a connection failure.
+    #[cfg(feature = "sasl-gssapi")]
+    async fn prepare_sasl(&mut self, addr: &str, deadline: Instant) -> Result<(), Option<String>> {
+        let Some(cfg) = self.session.gssapi() else {
+            return Ok(());
+        };
+        let at = tokio::time::Instant::from_std(deadline);
+        // A task of its own: a panic in the Kerberos library (krb5-gss 0.2.0 panics on some
+        // keytab/reply combinations) fails this preparation instead of the connection task.
+        let host = transport::host_of(addr).to_owned();
+        let mut task = tokio::spawn(async move { kerberos::prepare(&cfg, &host).await });
+        let prepared = match timeout_at(at, &mut task).await {
+            Ok(Ok(prepared)) => Ok(prepared),
+            Ok(Err(e)) => Ok(Err(kerberos::Unprepared::Refused(format!(
+                "the Kerberos library failed: {e}"
+            )))),
+            Err(elapsed) => {
+                task.abort();
+                Err(elapsed)
+            }
+        };
+        match prepared {
+            Ok(Ok(mech)) => {
+                self.session.handle_sasl_prepared(mech);
+                Ok(())
+            }
+            Ok(Err(kerberos::Unprepared::Refused(msg))) => {
+                self.session.handle_sasl_refused(&msg);
+                self.deliver();
+                Err(None)
+            }
+            Ok(Err(kerberos::Unprepared::Unreachable(msg))) => {
+                tracing::warn!(error = %msg, "Kerberos: KDC unreachable");
+                Err(None)
+            }
+            Err(_) => {
+                debug!("Kerberos: no tickets within the connect timeout");
+                Err(None)
             }
         }
     }
@@ -336,7 +387,7 @@ impl<C: Connector> Driver<C> {
                     return Poll::Ready(Input::Flushed(r));
                 }
             }
-            poll_read_buf(Pin::new(&mut *stream), cx, rbuf).map(Input::Read)
+            stream.poll_read_into(cx, rbuf).map(Input::Read)
         });
         self.arm_timer();
         tokio::select! {
@@ -371,7 +422,7 @@ impl<C: Connector> Driver<C> {
             Input::Wrote(Ok(n)) => {
                 crate::metrics::bytes_sent(n);
                 link.wbuf.advance(n);
-                link.unflushed = C::Stream::NEEDS_FLUSH;
+                link.unflushed = link.stream.as_ref().is_some_and(Transport::needs_flush);
                 Ok(())
             }
             Input::Flushed(Ok(())) => {
@@ -406,7 +457,7 @@ impl<C: Connector> Driver<C> {
         let unsent = link.wbuf.len();
         let flushed = write_now(&mut stream, &mut link.wbuf);
         crate::metrics::bytes_sent(unsent - link.wbuf.len());
-        link.unflushed = C::Stream::NEEDS_FLUSH;
+        link.unflushed = stream.needs_flush();
         if flushed.is_err() {
             return Err(Disconnect::Transport);
         }

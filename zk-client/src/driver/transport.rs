@@ -6,9 +6,10 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
-use bytes::{Buf, Bytes};
+use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
+use tokio_util::io::poll_read_buf;
 
 /// Opens connections to servers by address (`host:port`).
 pub(crate) trait Connector: Clone + Send + Sync + 'static {
@@ -26,9 +27,21 @@ pub(crate) trait Transport: AsyncRead + AsyncWrite + Unpin + Send + Sized + 'sta
     /// The connection while paused.
     type Parked: Send + 'static;
 
-    /// Whether bytes accepted by `poll_write` may sit in a buffer of the transport until
-    /// `poll_flush` (TLS records): the driver then flushes after writing.
-    const NEEDS_FLUSH: bool = false;
+    /// Whether bytes accepted by `poll_write` still sit in a buffer of the transport (TLS
+    /// records a full socket did not take): the driver then flushes.
+    fn needs_flush(&self) -> bool {
+        false
+    }
+
+    /// Reads what has arrived into `buf` (within its spare capacity): `Ok(0)` at EOF,
+    /// `Pending` when nothing is there.
+    fn poll_read_into(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut BytesMut,
+    ) -> Poll<io::Result<usize>> {
+        poll_read_buf(Pin::new(self), cx, buf)
+    }
 
     /// Takes the connection out of the reactor.
     fn park(self) -> io::Result<Self::Parked>;
@@ -49,6 +62,12 @@ pub(crate) fn write_now<S: Transport>(stream: &mut S, buf: &mut Bytes) -> io::Re
         }
     }
     Ok(())
+}
+
+/// The host part of `host:port` (`[v6]:port` gives `[v6]`).
+#[cfg_attr(not(any(feature = "tls", feature = "sasl-gssapi")), allow(dead_code))]
+pub(crate) fn host_of(addr: &str) -> &str {
+    addr.rsplit_once(':').map_or(addr, |(host, _)| host)
 }
 
 /// Plain TCP, `TCP_NODELAY` set.
@@ -109,6 +128,13 @@ impl TlsFailure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_of_strips_the_port() {
+        assert_eq!(host_of("127.0.0.1:2281"), "127.0.0.1");
+        assert_eq!(host_of("[::1]:2281"), "[::1]");
+        assert_eq!(host_of("zk1"), "zk1");
+    }
 
     #[test]
     fn tls_failures_are_recognised_in_io_errors() {

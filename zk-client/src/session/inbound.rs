@@ -49,9 +49,9 @@ impl Session {
         self.check_same_session(&resp)?;
         self.take_session(&resp, now);
         #[cfg(feature = "sasl")]
-        if let (Some(creds), Phase::Handshaking { deadline }) = (self.cfg.sasl.clone(), self.phase)
+        if let (Some(config), Phase::Handshaking { deadline }) = (self.cfg.sasl.clone(), self.phase)
         {
-            self.start_sasl(&creds, deadline, resp.read_only);
+            self.start_sasl(&config, deadline, resp.read_only);
             return Ok(());
         }
         self.enter_connected(resp.read_only);

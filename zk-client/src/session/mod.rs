@@ -64,8 +64,10 @@ use pending::{InFlight, PendingQueue};
 use watches::{Route, WatchRegistry};
 use xid::XidAllocator;
 
+#[cfg(feature = "sasl-gssapi")]
+pub(crate) use sasl::gssapi;
 #[cfg(feature = "sasl")]
-pub(crate) use sasl::SaslCredentials;
+pub(crate) use sasl::{Mechanism, SaslConfig, SaslCredentials};
 
 /// Java's `ClientCnxn.SET_WATCHES_MAX_LENGTH`: the most bytes of paths per SetWatches packet.
 pub(crate) const SET_WATCHES_BATCH_BYTES: usize = 128 * 1024;
@@ -92,9 +94,9 @@ pub(crate) struct SessionConfig {
     pub(crate) max_request_len: usize,
     /// Bound on waiting for a reply once a request is on the wire.
     pub(crate) request_timeout: Option<Duration>,
-    /// SASL credentials to authenticate every connection with.
+    /// SASL mechanism and credentials to authenticate every connection with.
     #[cfg(feature = "sasl")]
-    pub(crate) sasl: Option<SaslCredentials>,
+    pub(crate) sasl: Option<SaslConfig>,
 }
 
 /// Why the current connection must be dropped.
@@ -189,7 +191,10 @@ pub(crate) struct Session {
     last_heard: Option<Instant>,
     /// The SASL exchange of this connection, while it runs.
     #[cfg(feature = "sasl")]
-    sasl: Option<sasl::DigestMd5>,
+    sasl: Option<sasl::SaslRun>,
+    /// The mechanism the driver prepared for the next exchange (GSSAPI).
+    #[cfg(feature = "sasl")]
+    sasl_prepared: Option<Box<dyn Mechanism>>,
 }
 
 impl Session {
@@ -222,6 +227,8 @@ impl Session {
             last_heard: None,
             #[cfg(feature = "sasl")]
             sasl: None,
+            #[cfg(feature = "sasl")]
+            sasl_prepared: None,
         }
     }
 
@@ -273,6 +280,18 @@ impl Session {
 
     pub(crate) fn connect_timeout(&self) -> Duration {
         self.cfg.connect_timeout
+    }
+
+    /// The Kerberos settings, when every connection needs a GSSAPI context prepared by the
+    /// driver (see [`Session::handle_sasl_prepared`]); `None` while the session is over.
+    #[cfg(feature = "sasl-gssapi")]
+    pub(crate) fn gssapi(&self) -> Option<std::sync::Arc<gssapi::GssapiConfig>> {
+        match &self.cfg.sasl {
+            Some(SaslConfig::Gssapi(cfg)) if !self.is_terminal() && !self.is_reaping() => {
+                Some(cfg.clone())
+            }
+            _ => None,
+        }
     }
 
     /// Requests written and not yet answered.

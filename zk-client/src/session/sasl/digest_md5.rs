@@ -9,14 +9,7 @@
 
 use md5::{Digest, Md5};
 
-/// What the client does next.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Step {
-    /// Send this token.
-    Send(Vec<u8>),
-    /// Authenticated (the server proved it knows the password).
-    Done,
-}
+use super::{Mechanism, Step};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -60,10 +53,16 @@ impl DigestMd5 {
             expected_rspauth: String::new(),
         }
     }
+}
+
+impl Mechanism for DigestMd5 {
+    fn name(&self) -> &'static str {
+        "DIGEST-MD5"
+    }
 
     /// The first token: empty (DIGEST-MD5 has no initial response).
-    pub(crate) fn initial(&self) -> Vec<u8> {
-        Vec::new()
+    fn initial(&mut self) -> Result<Vec<u8>, String> {
+        Ok(Vec::new())
     }
 
     /// The server's next token.
@@ -72,7 +71,7 @@ impl DigestMd5 {
     ///
     /// A challenge without a nonce, an unsupported `qop` or algorithm, a wrong `rspauth`,
     /// or a token after the end: the message says which.
-    pub(crate) fn step(&mut self, token: &[u8]) -> Result<Step, String> {
+    fn step(&mut self, token: &[u8]) -> Result<Step, String> {
         let text = std::str::from_utf8(token).map_err(|_| "token is not UTF-8".to_owned())?;
         match self.state {
             State::Challenge => {
@@ -94,7 +93,9 @@ impl DigestMd5 {
             State::Done => Err("token after the end of the exchange".into()),
         }
     }
+}
 
+impl DigestMd5 {
     /// The `digest-response` to a `digest-challenge`; remembers the `rspauth` to expect.
     fn respond(&mut self, challenge: &[(String, String)]) -> Result<String, String> {
         let nonce = find(challenge, "nonce").ok_or("challenge without a nonce")?;
@@ -234,7 +235,7 @@ mod tests {
             "imap/elwood.innosoft.com",
             "OA6MHXh6VqTrRk",
         );
-        assert!(m.initial().is_empty());
+        assert!(m.initial().expect("initial").is_empty());
         let challenge = br#"realm="elwood.innosoft.com",nonce="OA6MG9tEQGm2hh",qop="auth",algorithm=md5-sess,charset=utf-8"#;
         let Step::Send(response) = m.step(challenge).expect("response") else {
             panic!("expected a response");

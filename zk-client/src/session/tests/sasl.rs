@@ -9,10 +9,10 @@ const CHALLENGE: &str = r#"realm="zk-sasl-md5",nonce="abc123",charset=utf-8,algo
 
 fn sasl_config() -> SessionConfig {
     SessionConfig {
-        sasl: Some(SaslCredentials {
+        sasl: Some(SaslConfig::DigestMd5(SaslCredentials {
             user: "bob".into(),
             password: "secret".into(),
-        }),
+        })),
         ..config()
     }
 }
@@ -146,4 +146,121 @@ fn a_server_that_does_not_know_the_password_is_not_trusted() {
     )
     .unwrap();
     assert_eq!(f.s.state(), SessionState::AuthFailed);
+}
+
+/// A mechanism that plays a fixed script: its initial token, then one answer per server
+/// token, the last of them sent as the exchange's last token.
+#[cfg(feature = "sasl-gssapi")]
+struct Scripted {
+    answers: std::collections::VecDeque<Vec<u8>>,
+}
+
+#[cfg(feature = "sasl-gssapi")]
+impl crate::session::Mechanism for Scripted {
+    fn name(&self) -> &'static str {
+        "SCRIPTED"
+    }
+
+    fn initial(&mut self) -> Result<Vec<u8>, String> {
+        Ok(b"first".to_vec())
+    }
+
+    fn step(&mut self, token: &[u8]) -> Result<crate::session::sasl::Step, String> {
+        if token == b"bad" {
+            return Err("bad token".into());
+        }
+        let answer = self.answers.pop_front().ok_or("no more answers")?;
+        Ok(if self.answers.is_empty() {
+            crate::session::sasl::Step::SendLast(answer)
+        } else {
+            crate::session::sasl::Step::Send(answer)
+        })
+    }
+}
+
+#[cfg(feature = "sasl-gssapi")]
+fn gssapi_config() -> SessionConfig {
+    let options = crate::KerberosOptions::new("app@ZKRS.TEST", "/nonexistent.keytab");
+    SessionConfig {
+        sasl: Some(SaslConfig::Gssapi(std::sync::Arc::new(options))),
+        ..config()
+    }
+}
+
+#[cfg(feature = "sasl-gssapi")]
+fn accept_session(f: &mut Fixture) {
+    f.tcp_up(f.now);
+    let _connect_request = f.s.poll_transmit().expect("ConnectRequest");
+    let resp = ConnectResponse {
+        protocol_version: 0,
+        timeout: TIMEOUT.as_millis() as i32,
+        session_id: 0x42,
+        passwd: Bytes::from_static(b"0123456789abcdef"),
+        read_only: false,
+    };
+    f.frame(encode(&resp), f.now).unwrap();
+}
+
+/// The seam: a prepared mechanism's tokens go out in order; after its last token, the
+/// server's answer (any token) completes the exchange and only then queued calls go out.
+#[cfg(feature = "sasl-gssapi")]
+#[test]
+fn a_prepared_mechanism_runs_to_its_last_token_before_queued_requests() {
+    let mut f = Fixture::new(gssapi_config());
+    let queued = f.get_data("/n");
+    f.s.handle_sasl_prepared(Box::new(Scripted {
+        answers: [b"second".to_vec(), b"last".to_vec()].into(),
+    }));
+    accept_session(&mut f);
+    let tokens = |f: &mut Fixture| -> Vec<Vec<u8>> {
+        packets(f)
+            .into_iter()
+            .map(|(xid, _, body)| {
+                assert_eq!(xid, special::SASL);
+                let t: GetSaslRequest = zk_proto::decode_exact(body).unwrap();
+                t.token.to_vec()
+            })
+            .collect()
+    };
+    assert_eq!(tokens(&mut f), vec![b"first".to_vec()]);
+    sasl_reply(&mut f, ErrorCode::Ok, b"challenge-1").unwrap();
+    assert_eq!(tokens(&mut f), vec![b"second".to_vec()]);
+    sasl_reply(&mut f, ErrorCode::Ok, b"challenge-2").unwrap();
+    assert_eq!(tokens(&mut f), vec![b"last".to_vec()]);
+    assert_ne!(f.s.state(), SessionState::Connected, "waits for the ack");
+    sasl_reply(&mut f, ErrorCode::Ok, b"").unwrap();
+    assert_eq!(f.s.state(), SessionState::Connected);
+    let sent = packets(&mut f);
+    assert_eq!(sent.len(), 1, "the queued read goes out now: {sent:?}");
+    assert_eq!((sent[0].0, sent[0].1), (1, OpCode::GetData.as_i32()));
+    drop(queued);
+}
+
+#[cfg(feature = "sasl-gssapi")]
+#[test]
+fn refused_or_missing_or_failing_mechanisms_end_in_auth_failed() {
+    // The driver could not get tickets: refused credentials.
+    let mut f = Fixture::new(gssapi_config());
+    let mut queued = f.get_data("/n");
+    f.s.handle_sasl_refused("KDC error code=6");
+    f.pump();
+    assert_eq!(f.s.state(), SessionState::AuthFailed);
+    assert!(f.s.is_done());
+    assert!(matches!(queued.try_recv(), Ok(Err(Error::AuthFailed))));
+
+    // Nothing was prepared for the connection.
+    let mut f = Fixture::new(gssapi_config());
+    accept_session(&mut f);
+    assert_eq!(f.s.state(), SessionState::AuthFailed);
+
+    // The mechanism rejects the server's token.
+    let mut f = Fixture::new(gssapi_config());
+    f.s.handle_sasl_prepared(Box::new(Scripted {
+        answers: [b"x".to_vec()].into(),
+    }));
+    accept_session(&mut f);
+    let _first = packets(&mut f);
+    sasl_reply(&mut f, ErrorCode::Ok, b"bad").unwrap();
+    assert_eq!(f.s.state(), SessionState::AuthFailed);
+    assert!(packets(&mut f).is_empty());
 }

@@ -224,7 +224,7 @@ pub use client::{Client, CreateOptions, Op, OpResult, ReadOp, ReadResult, Transa
 pub use error::{Error, Result};
 pub use event::{AddWatchMode, EventType, WatchedEvent, WatcherType};
 pub use managed::{
-    ClientWatcher, Generation, SessionManager, SessionManagerBuilder, DEFAULT_RENEW_ATTEMPTS,
+    Generation, Generations, SessionManager, SessionManagerBuilder, DEFAULT_RENEW_ATTEMPTS,
     DEFAULT_RENEW_BACKOFF, DEFAULT_RENEW_BACKOFF_MAX,
 };
 pub use state::SessionState;

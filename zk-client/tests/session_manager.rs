@@ -22,7 +22,7 @@ async fn after_an_expiry_a_new_session_starts_empty() {
     let (mut conn, first) = server.accept_session(0x5, 3000).await;
     assert_eq!(first.session_id, 0);
     let manager = within("manager", manager).await.unwrap().unwrap();
-    let mut clients = manager.subscribe();
+    let mut clients = manager.watch();
     let old = manager.client();
     assert_eq!(old.session_id(), 0x5);
 
@@ -44,7 +44,7 @@ async fn after_an_expiry_a_new_session_starts_empty() {
     assert_eq!(renewal.session_id, 0, "a new session, not a resume");
     assert!(renewal.passwd.iter().all(|b| *b == 0), "no old password");
     assert_eq!(renewal.last_zxid_seen, 0, "a fresh client");
-    let generation = within("renewal", clients.changed()).await.unwrap();
+    let generation = within("renewal", clients.changed()).await.live().unwrap();
     assert_eq!(
         (generation.number, generation.client.session_id()),
         (2, 0x6)

@@ -110,6 +110,7 @@ pub mod discovery;
 mod error;
 pub mod group;
 mod guard;
+pub mod layout;
 mod leader;
 mod lock;
 mod metrics;

@@ -1,7 +1,13 @@
-//! Which library named a lock node, and what kind of contender it is.
+//! What a lock queue's node names say, for tools that read queues they did not make (an
+//! inspector, a dashboard): which library named a node, what it asks for (mutex, read,
+//! write, latch, lease), its owner's guid and its sequence, and who waits for whom.
 //!
-//! Naming facts (read from each library's source):
-//! * Curator (and zk-recipes, which copies its layout): `_c_<36-char uuid>-<name><seq10>` with
+//! The recipes of this crate use the same rules (this module re-exposes them); Curator's
+//! revocation request is [`REVOKE_MESSAGE`](crate::REVOKE_MESSAGE), sent by
+//! [`revoke`](crate::revoke).
+//!
+//! Naming facts (read from each library's source, checked against real runs):
+//! * Curator (and zk-recipes, which uses its layout): `_c_<36-char uuid>-<name><seq10>` with
 //!   `<name>` = `lock-` (InterProcessMutex, LeaderSelector), `__READ__` / `__WRIT__`
 //!   (InterProcessReadWriteLock), `latch-` (LeaderLatch), `lease-` (InterProcessSemaphoreV2's
 //!   `leases/` children). The two cannot be told apart by name.
@@ -9,15 +15,28 @@
 //! * kazoo: `<32 hex>__lock__<seq10>` (Lock, WriteLock) and `<32 hex>__rlock__<seq10>`
 //!   (ReadLock).
 //!
-//! The sequence is the server's `%010d` of the parent's cversion at create time, shared by
-//! every sequential child of the parent whatever library made it: it is the arrival order.
+//! The sequence is the server's `%010d` of the parent's `cversion` (a signed 32-bit counter)
+//! at create time, shared by every sequential child of the parent whatever library made it:
+//! it is the arrival order.
+//!
+//! ```
+//! use zk_recipes::layout::{parse, Intent, Kind, Library};
+//! let name = parse("_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1-__READ__0000000012");
+//! assert_eq!(name.library, Library::Curator);
+//! assert_eq!(name.kind, Kind::Read);
+//! assert_eq!(name.kind.intent(), Some(Intent::Read));
+//! assert_eq!(name.guid.as_deref(), Some("53345f98-9423-4e0c-a7b5-9f819e3ec2e1"));
+//! assert_eq!(name.sequence, Some(12));
+//! ```
 
-use serde::Serialize;
+pub use crate::queue::naming::{position, queue, sequence_of, Contender, Intent, Position};
+
+use crate::queue::naming::{sort_curator, SEQUENCE_LEN};
 
 /// Who named the node (by its naming alone).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum Library {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Library {
     /// `_c_<uuid>-…`: Apache Curator, or zk-recipes (same layout).
     Curator,
     /// `_c_<32 hex>-…`.
@@ -28,21 +47,10 @@ pub(crate) enum Library {
     Unknown,
 }
 
-impl Library {
-    pub(crate) fn label(self) -> &'static str {
-        match self {
-            Library::Curator => "curator",
-            Library::GoZookeeper => "go-zookeeper",
-            Library::Kazoo => "kazoo",
-            Library::Unknown => "?",
-        }
-    }
-}
-
 /// What the contender is waiting for or holding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum Kind {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Kind {
     /// Exclusive lock (`lock-`, kazoo `__lock__`).
     Mutex,
     /// Read side of a read/write lock (`__READ__`, kazoo `__rlock__`).
@@ -58,33 +66,44 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    pub(crate) fn label(self) -> &'static str {
-        match self {
-            Kind::Mutex => "mutex",
-            Kind::Read => "read",
-            Kind::Write => "write",
-            Kind::Latch => "latch",
-            Kind::Lease => "lease",
-            Kind::Unknown => "?",
-        }
+    /// Excludes every later contender (mutex and write nodes).
+    pub fn exclusive(self) -> bool {
+        matches!(self, Kind::Mutex | Kind::Write)
     }
 
-    /// Excludes every later contender (mutex and write nodes).
-    pub(crate) fn exclusive(self) -> bool {
-        matches!(self, Kind::Mutex | Kind::Write)
+    /// What a lock contender of this kind asks for in a lock queue ([`position`]): `None`
+    /// for latches, leases and unknown names, which are not lock contenders.
+    pub fn intent(self) -> Option<Intent> {
+        match self {
+            Kind::Mutex | Kind::Write => Some(Intent::Write),
+            Kind::Read => Some(Intent::Read),
+            Kind::Latch | Kind::Lease | Kind::Unknown => None,
+        }
     }
 }
 
-/// What a node's name says.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct Naming {
-    pub(crate) library: Library,
-    pub(crate) kind: Kind,
+/// What a node's name says, from [`parse`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NodeName {
+    /// Who named it.
+    pub library: Library,
+    /// What it asks for.
+    pub kind: Kind,
+    /// The owner's id in the name, by which it finds the node after a lost create reply
+    /// (Curator's dashed uuid, go-zookeeper's or kazoo's 32 hex digits).
+    pub guid: Option<String>,
+    /// The server-assigned sequence, when the name ends with one (negative after the
+    /// parent's counter overflowed).
+    pub sequence: Option<i32>,
+}
+
+impl NodeName {
     /// Has an id prefix its owner can find it by after a lost create (`_c_<uuid>-`, go's
     /// `_c_<hex>-`, kazoo's `<hex>` before the marker).
-    pub(crate) protected: bool,
-    /// The server-assigned sequence, when the name ends with one.
-    pub(crate) sequence: Option<i64>,
+    pub fn protected(&self) -> bool {
+        self.guid.is_some()
+    }
 }
 
 /// Lock names in the order they are tried (none contains another).
@@ -98,53 +117,68 @@ const MARKERS: [(&str, Kind, Library); 7] = [
     ("lock-", Kind::Mutex, Library::Curator),
 ];
 
-const SEQUENCE_LEN: usize = 10;
-
-/// Classifies one child name of a lock path.
-pub(crate) fn classify(name: &str) -> Naming {
-    let (prefix_library, rest) = strip_prefix(name);
+/// Reads one child name of a lock, latch or semaphore path (never fails: a name of no
+/// known naming is [`Library::Unknown`] / [`Kind::Unknown`], with its trailing sequence if
+/// it has one).
+pub fn parse(name: &str) -> NodeName {
+    let (prefix, rest) = strip_prefix(name);
+    let guid = prefix.map(|(_, guid)| guid.to_owned());
     let found = MARKERS.iter().find_map(|&(marker, kind, lib)| {
         rest.rfind(marker).map(|at| (at + marker.len(), kind, lib))
     });
     let Some((after, kind, marker_library)) = found else {
-        return Naming {
+        return NodeName {
             library: Library::Unknown,
             kind: Kind::Unknown,
-            protected: prefix_library.is_some(),
-            sequence: trailing_sequence(name),
+            guid,
+            sequence: sequence_of(name),
         };
     };
-    let sequence = rest.get(after..).and_then(parse_sequence);
-    let library = match (prefix_library, marker_library) {
+    let sequence = rest
+        .get(after..)
+        .filter(|tail| tail.len() == SEQUENCE_LEN)
+        .and_then(sequence_of);
+    let library = match (prefix.map(|(lib, _)| lib), marker_library) {
         // A kazoo marker needs kazoo's hex id; Curator/go names need their `_c_` prefix.
         (Some(Library::Kazoo), Library::Kazoo) => Library::Kazoo,
         (Some(lib @ (Library::Curator | Library::GoZookeeper)), Library::Curator) => lib,
         _ => Library::Unknown,
     };
-    Naming {
+    NodeName {
         library,
         kind,
-        protected: prefix_library.is_some(),
+        guid,
         sequence,
     }
 }
 
-/// Splits off a library's id prefix: Curator `_c_<uuid>-`, go `_c_<32 hex>-`, kazoo `<32 hex>`
-/// directly followed by `__`.
-fn strip_prefix(name: &str) -> (Option<Library>, &str) {
+/// Sorts election nodes as Curator's `LeaderLatch` and `LeaderSelector` order them: by the
+/// text after the last occurrence of `lock_name` (the whole name if it has none), all
+/// children kept. Curator orders its locks the same way, so it ignores kazoo's nodes
+/// (`__lock__` does not contain `lock-`); [`queue`] orders by sequence whatever the naming.
+pub fn sort_as_curator(children: &mut [String], lock_name: &str) {
+    sort_curator(children, lock_name);
+}
+
+/// Splits off a library's id prefix and returns the library and the id: Curator
+/// `_c_<uuid>-`, go `_c_<32 hex>-`, kazoo `<32 hex>` directly followed by `__`.
+fn strip_prefix(name: &str) -> (Option<(Library, &str)>, &str) {
     if let Some(tail) = name.strip_prefix("_c_") {
-        if tail.len() > 37
-            && tail.get(..36).is_some_and(is_dashed_uuid)
-            && tail[36..].starts_with('-')
-        {
-            return (Some(Library::Curator), &tail[37..]);
+        if let (Some(id), Some(rest)) = (tail.get(..36), tail.get(36..)) {
+            if is_dashed_uuid(id) && rest.len() > 1 && rest.starts_with('-') {
+                return (Some((Library::Curator, id)), &rest[1..]);
+            }
         }
-        if tail.len() > 33 && tail.get(..32).is_some_and(is_hex) && tail[32..].starts_with('-') {
-            return (Some(Library::GoZookeeper), &tail[33..]);
+        if let (Some(id), Some(rest)) = (tail.get(..32), tail.get(32..)) {
+            if is_hex(id) && rest.len() > 1 && rest.starts_with('-') {
+                return (Some((Library::GoZookeeper, id)), &rest[1..]);
+            }
         }
     }
-    if name.len() > 34 && name.get(..32).is_some_and(is_hex) && name[32..].starts_with("__") {
-        return (Some(Library::Kazoo), &name[32..]);
+    if let (Some(id), Some(rest)) = (name.get(..32), name.get(32..)) {
+        if is_hex(id) && rest.len() > 2 && rest.starts_with("__") {
+            return (Some((Library::Kazoo, id)), rest);
+        }
     }
     (None, name)
 }
@@ -162,38 +196,35 @@ fn is_hex(s: &str) -> bool {
     s.chars().all(|c| c.is_ascii_hexdigit())
 }
 
-/// `%010d` of a signed 32-bit counter: ten digits, or `-` and nine (after overflow).
-fn parse_sequence(text: &str) -> Option<i64> {
-    let digits = text.strip_prefix('-').unwrap_or(text);
-    if text.len() != SEQUENCE_LEN || digits.is_empty() || !is_digits(digits) {
-        return None;
-    }
-    text.parse().ok()
-}
-
-fn is_digits(s: &str) -> bool {
-    s.chars().all(|c| c.is_ascii_digit())
-}
-
-/// The last ten characters as a sequence, for names of no known library.
-fn trailing_sequence(name: &str) -> Option<i64> {
-    let start = name.len().checked_sub(SEQUENCE_LEN)?;
-    name.get(start..).and_then(parse_sequence)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn check(name: &str, library: Library, kind: Kind, protected: bool, seq: Option<i64>) {
-        let got = classify(name);
-        let want = Naming {
-            library,
-            kind,
-            protected,
-            sequence: seq,
-        };
-        assert_eq!(got, want, "{name}");
+    fn check(name: &str, library: Library, kind: Kind, protected: bool, seq: Option<i32>) {
+        let got = parse(name);
+        assert_eq!(
+            (got.library, got.kind, got.protected(), got.sequence),
+            (library, kind, protected, seq),
+            "{name}"
+        );
+    }
+
+    #[test]
+    fn guids_are_the_owner_ids() {
+        let curator = parse("_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1-lock-0000000012");
+        assert_eq!(
+            curator.guid.as_deref(),
+            Some("53345f98-9423-4e0c-a7b5-9f819e3ec2e1")
+        );
+        let go = parse("_c_5e0a6b7c8d9e0f1a2b3c4d5e6f708192-lock-0000000005");
+        assert_eq!(go.guid.as_deref(), Some("5e0a6b7c8d9e0f1a2b3c4d5e6f708192"));
+        let kazoo = parse("9f86d081884c4d659a2feaa0c55ad015__rlock__0000000009");
+        assert_eq!(
+            kazoo.guid.as_deref(),
+            Some("9f86d081884c4d659a2feaa0c55ad015")
+        );
+        assert_eq!(kazoo.kind.intent(), Some(Intent::Read));
+        assert_eq!(parse("lock-0000000001").guid, None);
     }
 
     // Names below were captured from real runs of Curator 5.4, kazoo 2.9 and zk-recipes

@@ -71,3 +71,41 @@ async fn after_an_expiry_a_new_session_starts_empty() {
     conn.reply(req.xid, 11, ErrorCode::Ok, &reply).await;
     within("exists", call).await.unwrap();
 }
+
+/// The next item of a stream (no `StreamExt` needed).
+async fn next<S: futures_core::Stream + Unpin>(stream: &mut S) -> Option<S::Item> {
+    std::future::poll_fn(|cx| std::pin::Pin::new(&mut *stream).poll_next(cx)).await
+}
+
+/// The end of a manager is observable on the one transition type: a final `Generation`
+/// (same number and client) whose `ended` says why, after which the stream ends;
+/// `changed()` returns it again at once, and `live()` turns it into the error.
+#[tokio::test]
+async fn the_manager_ending_is_the_final_generation() {
+    let server = FakeServer::start().await;
+    let manager = tokio::spawn(SessionManager::connect(Client::builder(&server.addr())));
+    let (_conn, _) = server.accept_session(0x7, 3000).await;
+    let manager = within("manager", manager).await.unwrap().unwrap();
+    let mut stream = manager.watch();
+    let mut generations = manager.watch();
+    let first = generations.current();
+    assert_eq!((first.number, first.ended.is_none()), (1, true));
+    assert!(manager.ended().is_none());
+
+    // The last handle goes: the manager stops, as after `close()`.
+    drop(manager);
+    let end = within("end", next(&mut stream))
+        .await
+        .expect("the final value");
+    assert_eq!(end.number, 1);
+    assert_eq!(end.client.session_id(), 0x7);
+    assert!(matches!(end.ended, Some(Error::Closed)), "{end:?}");
+    assert!(within("stream end", next(&mut stream)).await.is_none());
+    for _ in 0..2 {
+        assert!(matches!(
+            within("end", generations.changed()).await.live(),
+            Err(Error::Closed)
+        ));
+    }
+    assert_eq!(generations.missed(), 0);
+}

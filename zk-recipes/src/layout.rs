@@ -28,6 +28,28 @@
 //! assert_eq!(name.guid.as_deref(), Some("53345f98-9423-4e0c-a7b5-9f819e3ec2e1"));
 //! assert_eq!(name.sequence, Some(12));
 //! ```
+//!
+//! Who waits for whom in a read/write lock: [`queue`] orders the children by sequence
+//! (whatever library named them), [`position`] applies the rule for the contender's
+//! [`Intent`] (a writer waits for its predecessor, a reader for the nearest writer before it).
+//!
+//! ```
+//! use zk_recipes::layout::{position, queue, Intent, Position};
+//! let children: Vec<String> = [
+//!     "_c_0f1e7b52-3c7d-4a9a-8c0e-2b6f3a1d9e44-__READ__0000000003",
+//!     "_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1-__WRIT__0000000001",
+//!     "9f86d081884c4d659a2feaa0c55ad015__rlock__0000000002",
+//! ]
+//! .map(String::from)
+//! .into();
+//! let queue = queue(&children);
+//! assert_eq!(queue[0].name, children[1]); // the writer came first
+//! assert_eq!(position(&queue, &children[1], Intent::Write), Position::Acquired);
+//! // Both readers wait for the writer only (kazoo's reader too).
+//! let blocked = Position::WaitFor { node: children[1].clone(), only: true };
+//! assert_eq!(position(&queue, &children[0], Intent::Read), blocked);
+//! assert_eq!(position(&queue, &children[2], Intent::Read), blocked);
+//! ```
 
 pub use crate::queue::naming::{position, queue, sequence_of, Contender, Intent, Position};
 

@@ -135,6 +135,7 @@ pub fn queue(children: &[String]) -> Vec<Contender> {
 
 /// What a contender must do next.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Position {
     /// The lock is ours.
     Acquired,

@@ -158,7 +158,8 @@ fn place(named: &[(NodeName, Node)]) -> Vec<(State, Option<usize>)> {
                     Some(&w) => (State::Waits, Some(w)),
                     None => (State::Unknown, None),
                 },
-                Position::Missing => (State::Unknown, None),
+                // Missing (cannot be: the node is in its queue), or a future case.
+                _ => (State::Unknown, None),
             }
         })
         .collect()

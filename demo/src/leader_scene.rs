@@ -68,7 +68,7 @@ pub(crate) async fn leader_failover(t: &Target) -> Result<()> {
         ids(&b).await?
     );
     let old_session = ma.client().session_id();
-    let mut sessions = ma.subscribe();
+    let mut sessions = ma.watch();
     proxy.set_mode(Mode::Blackhole);
     println!("   network partition between service-a and ZooKeeper");
     within("step down", async {
@@ -87,7 +87,7 @@ pub(crate) async fn leader_failover(t: &Target) -> Result<()> {
         return Err("not exactly one leader with a larger token".into());
     }
     proxy.set_mode(Mode::Pass);
-    let renewed = within("renewal", sessions.changed()).await?;
+    let renewed = within("renewal", async { sessions.changed().await.live() }).await?;
     crate::scenes::wait_queue(&mb.client(), PATH, 3).await?;
     println!(
         "   network healed: service-a's SessionManager opened session 0x{:x} (was 0x{old_session:x}),",

@@ -14,7 +14,7 @@ async fn expiry_publishes_a_new_working_client_and_the_old_one_stays_expired() {
     let root = chroot(server, "session_manager").await;
     let hosts = server.hosts(&root);
     let m = manager(&hosts).await;
-    let mut clients = m.subscribe();
+    let mut clients = m.watch();
     let old = m.current();
     assert_eq!(old.number, 1);
     old.client
@@ -33,7 +33,7 @@ async fn expiry_publishes_a_new_working_client_and_the_old_one_stays_expired() {
     })
     .await;
 
-    let new = within("renewal", clients.changed()).await.unwrap();
+    let new = within("renewal", clients.changed()).await.live().unwrap();
     assert_eq!(new.number, 2);
     assert_ne!(new.client.session_id(), id, "a new session, not a resume");
     assert_eq!(m.current().number, 2);
@@ -58,7 +58,7 @@ async fn expiry_publishes_a_new_working_client_and_the_old_one_stays_expired() {
 
     m.close().await.unwrap();
     assert!(matches!(
-        within("end", clients.changed()).await,
+        within("end", clients.changed()).await.live(),
         Err(Error::Closed)
     ));
     assert!(matches!(m.ended(), Some(Error::Closed)));
@@ -70,10 +70,10 @@ async fn a_client_closed_by_its_owner_ends_the_manager_without_renewal() {
     let server = standalone().await;
     let root = chroot(server, "session_manager_closed").await;
     let m = manager(&server.hosts(&root)).await;
-    let mut clients = m.subscribe();
+    let mut clients = m.watch();
     m.client().close().await.unwrap();
     assert!(matches!(
-        within("end", clients.changed()).await,
+        within("end", clients.changed()).await.live(),
         Err(Error::Closed)
     ));
     assert_eq!(m.current().number, 1);
@@ -98,7 +98,7 @@ async fn renewal_retries_with_backoff_until_a_server_accepts_a_new_session() {
         .connect()
         .await
         .unwrap();
-    let mut clients = m.subscribe();
+    let mut clients = m.watch();
     let old = m.client();
     let mut states = old.state_watcher();
     // The session expires behind a partition, and then no server accepts connections for a
@@ -118,7 +118,7 @@ async fn renewal_retries_with_backoff_until_a_server_accepts_a_new_session() {
         "failed attempts do not end the manager"
     );
     proxy.set_mode(Mode::Pass);
-    let new = within("renewal", clients.changed()).await.unwrap();
+    let new = within("renewal", clients.changed()).await.live().unwrap();
     assert_eq!(new.number, 2);
     assert!(refused_at.elapsed() < Duration::from_secs(10));
     new.client.exists("/").await.unwrap();
@@ -130,7 +130,7 @@ async fn an_auth_failure_ends_the_manager_without_renewal() {
     let server = standalone().await;
     let root = chroot(server, "session_manager_auth_failed").await;
     let m = manager(&server.hosts(&root)).await;
-    let mut clients = m.subscribe();
+    let mut clients = m.watch();
     let client = m.client();
     // The server rejects an unknown scheme with AUTHFAILED and closes the connection: the
     // same credentials would fail on any new session, so the manager must not renew.
@@ -138,7 +138,7 @@ async fn an_auth_failure_ends_the_manager_without_renewal() {
     assert!(matches!(added, Err(Error::AuthFailed)), "{added:?}");
     assert_eq!(client.state(), SessionState::AuthFailed);
     assert!(matches!(
-        within("end", clients.changed()).await,
+        within("end", clients.changed()).await.live(),
         Err(Error::AuthFailed)
     ));
     assert!(matches!(m.ended(), Some(Error::AuthFailed)));

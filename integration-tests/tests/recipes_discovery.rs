@@ -227,7 +227,7 @@ async fn a_dynamic_instance_is_registered_again_after_an_expiry_and_static_ones_
     stat_ours.service_type = ServiceType::Static;
     discovery.register(&stat_ours).await.unwrap();
 
-    let mut clients = m.subscribe();
+    let mut clients = m.watch();
     let old = m.client();
     let passwd = common::passwd(&old);
     within("expire", async {
@@ -237,7 +237,11 @@ async fn a_dynamic_instance_is_registered_again_after_an_expiry_and_static_ones_
         }
     })
     .await;
-    let new = within("renewal", clients.changed()).await.unwrap().client;
+    let new = within("renewal", clients.changed())
+        .await
+        .live()
+        .unwrap()
+        .client;
     eventually("registered on the new session", WAIT, || async {
         match admin.get_data("/services/web/rust-1").await {
             Ok((d, s)) if s.ephemeral_owner == new.session_id() => {

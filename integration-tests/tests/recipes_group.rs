@@ -92,7 +92,7 @@ async fn rust_and_curator_members_list_each_other_with_payloads() {
     rust_members(&rust2, all).await;
 
     // A member that expires comes back on its next session; the others see it again.
-    let mut clients = m2.subscribe();
+    let mut clients = m2.watch();
     let old = m2.client();
     let passwd = common::passwd(&old);
     within("expire", async {
@@ -102,7 +102,7 @@ async fn rust_and_curator_members_list_each_other_with_payloads() {
         }
     })
     .await;
-    let new = within("renewal", clients.changed()).await.unwrap();
+    let new = within("renewal", clients.changed()).await.live().unwrap();
     eventually("rust-2 back on its new session", WAIT, || async {
         match admin.get_data(&format!("{GROUP}/rust-2")).await {
             Ok((_, s)) if s.ephemeral_owner == new.client.session_id() => Some(()),

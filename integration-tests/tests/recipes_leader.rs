@@ -81,7 +81,7 @@ async fn leader_expiry_moves_leadership_and_the_old_leader_rejoins_on_a_new_sess
     let b = join(&log, &mb, PATH, "b", LeadershipPolicy::Standard);
     wait_nodes(&admin, PATH, 2).await;
     let old = ma.current();
-    let mut generations = ma.subscribe();
+    let mut generations = ma.watch();
 
     // Partition the leader for longer than its session: it steps down when its connection
     // is lost, the server expires it, and b leads.
@@ -93,6 +93,7 @@ async fn leader_expiry_moves_leadership_and_the_old_leader_rejoins_on_a_new_sess
     // a's manager opens a new session; a joins again behind b.
     let new = within("a new session", generations.changed())
         .await
+        .live()
         .unwrap();
     assert_eq!(new.number, old.number + 1);
     assert_ne!(new.client.session_id(), old.client.session_id());

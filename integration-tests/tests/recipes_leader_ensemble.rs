@@ -33,7 +33,7 @@ async fn leadership_moves_when_the_leaders_server_fails_and_the_old_leader_rejoi
     let c = join(&log, &mc, PATH, "c", LeadershipPolicy::Standard);
     wait_nodes(&admin, PATH, 3).await;
     let first_session = ma.client().session_id();
-    let mut generations = ma.subscribe();
+    let mut generations = ma.watch();
 
     ens.kill(x).await;
     leads(&b).await;
@@ -43,6 +43,7 @@ async fn leadership_moves_when_the_leaders_server_fails_and_the_old_leader_rejoi
     ens.start(x).await;
     let renewed = within("a's new session", generations.changed())
         .await
+        .live()
         .unwrap();
     assert_ne!(renewed.client.session_id(), first_session);
     wait_nodes(&admin, PATH, 3).await;

@@ -27,7 +27,7 @@ async fn manager(hosts: &str) -> SessionManager {
 
 /// Expires the current session of `m` and waits for the next one.
 async fn expire(server: &integration_tests::Server, m: &SessionManager) -> Client {
-    let mut clients = m.subscribe();
+    let mut clients = m.watch();
     let old = m.client();
     let id = old.session_id();
     let passwd = common::passwd(&old);
@@ -38,7 +38,11 @@ async fn expire(server: &integration_tests::Server, m: &SessionManager) -> Clien
         }
     })
     .await;
-    within("renewal", clients.changed()).await.unwrap().client
+    within("renewal", clients.changed())
+        .await
+        .live()
+        .unwrap()
+        .client
 }
 
 /// The next event, within the bound.

@@ -360,7 +360,7 @@ async fn a_managed_shared_count_goes_on_after_an_expiry() {
     let count = SharedCount::start_managed(&m, "/m/count", 1).await.unwrap();
     let mut changes = count.changes();
 
-    let mut clients = m.subscribe();
+    let mut clients = m.watch();
     let old = m.client();
     let passwd = common::passwd(&old);
     within("expire", async {
@@ -370,7 +370,7 @@ async fn a_managed_shared_count_goes_on_after_an_expiry() {
         }
     })
     .await;
-    within("renewal", clients.changed()).await.unwrap();
+    within("renewal", clients.changed()).await.live().unwrap();
 
     // Still followed on the new session.
     admin

@@ -119,7 +119,9 @@
 //! a server answers with another session id also ends the session as `Expired`: the old
 //! session, its ephemeral nodes and its watches are gone, and that is never hidden.
 //! [`SessionManager`] is the opt-in owner that opens a new session (a new [`Client`],
-//! published with a generation number) after an expiry, for recipes that must outlive one.
+//! published with a generation number) after an expiry, for recipes that must outlive one;
+//! [`SessionManager::watch`] follows its [`Generation`]s with the same [`Transitions`] type as
+//! the session state, the last one saying why the manager ended.
 //!
 //! **A session given up is closed on the server.** When the client declares the session
 //! expired itself (no server answered for the whole timeout, as during a quorum loss, when
@@ -228,7 +230,7 @@ pub use event::{AddWatchMode, EventType, WatchedEvent, WatcherType};
 #[cfg(feature = "sasl-gssapi")]
 pub use kerberos::KerberosOptions;
 pub use managed::{
-    ClientWatcher, Generation, SessionManager, SessionManagerBuilder, DEFAULT_RENEW_ATTEMPTS,
+    Generation, Generations, SessionManager, SessionManagerBuilder, DEFAULT_RENEW_ATTEMPTS,
     DEFAULT_RENEW_BACKOFF, DEFAULT_RENEW_BACKOFF_MAX,
 };
 pub use state::SessionState;

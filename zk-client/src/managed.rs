@@ -9,7 +9,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
@@ -17,6 +16,7 @@ use crate::builder::ClientBuilder;
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::state::SessionState;
+use crate::state_watcher::{Observable, Publisher, Transitions};
 
 /// Default first pause before connecting again after an expiry.
 pub const DEFAULT_RENEW_BACKOFF: Duration = Duration::from_millis(100);
@@ -26,7 +26,15 @@ pub const DEFAULT_RENEW_BACKOFF_MAX: Duration = Duration::from_secs(5);
 pub const DEFAULT_RENEW_ATTEMPTS: u32 = 1_000;
 
 /// One session of a [`SessionManager`]: its client and its generation number (1 for the
-/// first session, then +1 for each renewal).
+/// first session, then +1 for each renewal), and whether the manager ended.
+///
+/// This is the value a [`SessionManager::watch`] follows: a new generation after each
+/// renewal, and once the manager ended, a last value with the same number and client whose
+/// [`ended`](Self::ended) says why. That last value is final ([`Observable::is_final`]): the
+/// stream ends after it, and [`Transitions::changed`] returns it again at once.
+///
+/// Two generations are equal when their numbers and their ended-ness are (the number names
+/// the client).
 ///
 /// `#[non_exhaustive]`: fields may be added (read them; generations are made by the manager).
 #[derive(Debug, Clone)]
@@ -36,24 +44,62 @@ pub struct Generation {
     pub number: u64,
     /// The client of that session.
     pub client: Client,
+    /// Why the manager ended, once it did: [`Error::Closed`] after
+    /// [`SessionManager::close`] or when every manager handle is dropped,
+    /// [`Error::AuthFailed`], or the last connect error when renewal gave up. `None` while
+    /// the manager runs.
+    pub ended: Option<Error>,
 }
 
-/// What the manager publishes: the current generation, and why it ended once it did.
-#[derive(Debug, Clone)]
-struct Published {
-    generation: Generation,
-    ended: Option<Error>,
+impl Generation {
+    /// `Ok(self)` while the manager runs, `Err(why it ended)` once it ended (see
+    /// [`ended`](Self::ended)): turns a value from [`Transitions::changed`] into the
+    /// `?`-friendly form.
+    ///
+    /// # Errors
+    ///
+    /// The reason the manager ended (a clone of [`ended`](Self::ended)).
+    pub fn live(self) -> Result<Generation> {
+        match &self.ended {
+            Some(e) => Err(e.clone()),
+            None => Ok(self),
+        }
+    }
 }
+
+impl PartialEq for Generation {
+    fn eq(&self, other: &Self) -> bool {
+        self.number == other.number && self.ended.is_some() == other.ended.is_some()
+    }
+}
+
+impl Observable for Generation {
+    fn is_final(&self) -> bool {
+        self.ended.is_some()
+    }
+
+    /// The manager's task is gone without saying why (its runtime shut down): `Closed`.
+    fn when_gone(last: &Self) -> Self {
+        let mut gone = last.clone();
+        gone.ended.get_or_insert(Error::Closed);
+        gone
+    }
+}
+
+/// Follows a [`SessionManager`]'s generations: [`Transitions`] of [`Generation`], from
+/// [`SessionManager::watch`].
+pub type Generations = Transitions<Generation>;
 
 /// Owns a session and replaces it after it expires: each new session is a new [`Client`],
-/// published with a generation number to everyone who [`subscribe`](Self::subscribe)d.
+/// published with a generation number to everyone who [`watch`](Self::watch)es it.
 ///
 /// **What renews.** Only [`SessionState::Expired`] (the server expired the session, or the
 /// client gave it up after no server answered for the whole timeout) starts a new session.
 /// [`SessionState::AuthFailed`] ends the manager (the same credentials would fail again),
 /// and so does [`SessionState::Closed`] (someone closed the client: that is taken as the
-/// owner's intent). An ended manager publishes no more clients; its subscribers see
-/// [`ClientWatcher::changed`] return the error.
+/// owner's intent). An ended manager publishes no more clients; its watchers see a last
+/// [`Generation`] whose [`Generation::ended`] is the error (and [`SessionManager::ended`]
+/// returns it).
 ///
 /// **What is never carried over.** A new session starts empty: watches, pending calls and
 /// ephemeral nodes of the old one are gone, locks held on it stay lost
@@ -72,9 +118,14 @@ struct Published {
 /// # async fn f() -> zk_client::Result<()> {
 /// use zk_client::{Client, SessionManager};
 /// let manager = SessionManager::connect(Client::builder("127.0.0.1:2181/app")).await?;
-/// let mut clients = manager.subscribe();
+/// let mut generations = manager.watch();
 /// tokio::spawn(async move {
-///     while let Ok(generation) = clients.changed().await {
+///     loop {
+///         let generation = generations.changed().await;
+///         if let Some(why) = &generation.ended {
+///             println!("the manager ended: {why}");
+///             break;
+///         }
 ///         println!("session {} is {:#x}", generation.number, generation.client.session_id());
 ///     }
 /// });
@@ -89,7 +140,7 @@ pub struct SessionManager {
 
 #[derive(Debug)]
 struct Inner {
-    published: watch::Receiver<Published>,
+    published: Arc<Publisher<Generation>>,
     stop: CancellationToken,
 }
 
@@ -158,11 +209,12 @@ impl SessionManagerBuilder {
                 },
         } = self;
         let client = builder.clone().connect().await?;
-        let first_gen = Generation { number: 1, client };
-        let (tx, rx) = watch::channel(Published {
-            generation: first_gen.clone(),
+        let first_gen = Generation {
+            number: 1,
+            client,
             ended: None,
-        });
+        };
+        let published = Arc::new(Publisher::new(first_gen.clone()));
         let stop = CancellationToken::new();
         let backoff = Backoff {
             first,
@@ -176,14 +228,11 @@ impl SessionManagerBuilder {
             renew_builder,
             backoff,
             first_gen,
-            tx,
+            published.clone(),
             stop.clone(),
         ));
         Ok(SessionManager {
-            inner: Arc::new(Inner {
-                published: rx,
-                stop,
-            }),
+            inner: Arc::new(Inner { published, stop }),
         })
     }
 }
@@ -229,29 +278,37 @@ impl SessionManager {
     }
 
     /// The current generation's client. After an expiry this is the expired client until
-    /// the new session is established; use [`subscribe`](Self::subscribe) to learn when.
+    /// the new session is established; use [`watch`](Self::watch) to learn when.
     pub fn client(&self) -> Client {
         self.current().client
     }
 
     /// The current generation (the last one published, even once the manager ended).
     pub fn current(&self) -> Generation {
-        self.inner.published.borrow().generation.clone()
+        self.inner.published.current()
     }
 
     /// Whether the manager ended (closed, auth failure, or renewal given up), and why.
     pub fn ended(&self) -> Option<Error> {
-        self.inner.published.borrow().ended.clone()
+        self.current().ended
     }
 
-    /// Follows the published generations, starting after the current one.
-    pub fn subscribe(&self) -> ClientWatcher {
-        let mut rx = self.inner.published.clone();
-        rx.mark_unchanged();
-        ClientWatcher {
-            rx,
-            last: self.current(),
-        }
+    /// Follows the generations from now on: each new session after an expiry, then a last
+    /// value whose [`Generation::ended`] says why the manager ended. This is the crate's one
+    /// transition type, as [`Client::state_watcher`]: [`changed`](Transitions::changed),
+    /// [`current`](Transitions::current), and a `Stream` that ends after the final value,
+    /// with lag reporting.
+    ///
+    /// ```no_run
+    /// # async fn f(manager: zk_client::SessionManager) -> zk_client::Result<()> {
+    /// let mut generations = manager.watch();
+    /// // `live()` turns the final value into `Err(why the manager ended)`.
+    /// let renewed = generations.changed().await.live()?;
+    /// println!("new session {:#x}", renewed.client.session_id());
+    /// # Ok(()) }
+    /// ```
+    pub fn watch(&self) -> Generations {
+        self.inner.published.subscribe()
     }
 
     /// Stops renewing and closes the current client.
@@ -272,55 +329,12 @@ impl SessionManager {
     }
 }
 
-/// Follows a [`SessionManager`]'s generations. Cheap to clone.
-#[derive(Debug, Clone)]
-pub struct ClientWatcher {
-    rx: watch::Receiver<Published>,
-    last: Generation,
-}
-
-impl ClientWatcher {
-    /// The last generation this watcher returned (or the current one when it was made).
-    pub fn current(&self) -> &Generation {
-        &self.last
-    }
-
-    /// Waits for the next generation (a new session after an expiry) and returns it.
-    ///
-    /// # Errors
-    ///
-    /// The reason the manager ended: [`Error::Closed`] after [`SessionManager::close`] or
-    /// when every manager handle is dropped, [`Error::AuthFailed`], or the last connect
-    /// error when renewal gave up. Returned again on every later call.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe: a generation is consumed only when this returns it.
-    pub async fn changed(&mut self) -> Result<Generation> {
-        loop {
-            {
-                let published = self.rx.borrow_and_update();
-                if let Some(e) = &published.ended {
-                    return Err(e.clone());
-                }
-                if published.generation.number != self.last.number {
-                    self.last = published.generation.clone();
-                    return Ok(self.last.clone());
-                }
-            }
-            if self.rx.changed().await.is_err() {
-                return Err(Error::Closed);
-            }
-        }
-    }
-}
-
 /// Watches each generation's client and replaces it after an expiry, until stopped.
 async fn supervise(
     builder: ClientBuilder,
     backoff: Backoff,
     mut current: Generation,
-    tx: watch::Sender<Published>,
+    published: Arc<Publisher<Generation>>,
     stop: CancellationToken,
 ) {
     let ended = loop {
@@ -347,18 +361,19 @@ async fn supervise(
         current = Generation {
             number: current.number + 1,
             client,
+            ended: None,
         };
         debug!(
             generation = current.number,
             session = current.client.session_id(),
             "new session published"
         );
-        tx.send_replace(Published {
-            generation: current.clone(),
-            ended: None,
-        });
+        published.publish(current.clone());
     };
-    tx.send_modify(|p| p.ended = Some(ended));
+    published.publish_if(|generation| {
+        generation.ended = Some(ended);
+        true
+    });
 }
 
 /// Connects a new session, retrying with backoff.

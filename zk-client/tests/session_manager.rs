@@ -22,7 +22,7 @@ async fn after_an_expiry_a_new_session_starts_empty() {
     let (mut conn, first) = server.accept_session(0x5, 3000).await;
     assert_eq!(first.session_id, 0);
     let manager = within("manager", manager).await.unwrap().unwrap();
-    let mut clients = manager.subscribe();
+    let mut clients = manager.watch();
     let old = manager.client();
     assert_eq!(old.session_id(), 0x5);
 
@@ -44,7 +44,7 @@ async fn after_an_expiry_a_new_session_starts_empty() {
     assert_eq!(renewal.session_id, 0, "a new session, not a resume");
     assert!(renewal.passwd.iter().all(|b| *b == 0), "no old password");
     assert_eq!(renewal.last_zxid_seen, 0, "a fresh client");
-    let generation = within("renewal", clients.changed()).await.unwrap();
+    let generation = within("renewal", clients.changed()).await.live().unwrap();
     assert_eq!(
         (generation.number, generation.client.session_id()),
         (2, 0x6)
@@ -70,4 +70,42 @@ async fn after_an_expiry_a_new_session_starts_empty() {
     });
     conn.reply(req.xid, 11, ErrorCode::Ok, &reply).await;
     within("exists", call).await.unwrap();
+}
+
+/// The next item of a stream (no `StreamExt` needed).
+async fn next<S: futures_core::Stream + Unpin>(stream: &mut S) -> Option<S::Item> {
+    std::future::poll_fn(|cx| std::pin::Pin::new(&mut *stream).poll_next(cx)).await
+}
+
+/// The end of a manager is observable on the one transition type: a final `Generation`
+/// (same number and client) whose `ended` says why, after which the stream ends;
+/// `changed()` returns it again at once, and `live()` turns it into the error.
+#[tokio::test]
+async fn the_manager_ending_is_the_final_generation() {
+    let server = FakeServer::start().await;
+    let manager = tokio::spawn(SessionManager::connect(Client::builder(&server.addr())));
+    let (_conn, _) = server.accept_session(0x7, 3000).await;
+    let manager = within("manager", manager).await.unwrap().unwrap();
+    let mut stream = manager.watch();
+    let mut generations = manager.watch();
+    let first = generations.current();
+    assert_eq!((first.number, first.ended.is_none()), (1, true));
+    assert!(manager.ended().is_none());
+
+    // The last handle goes: the manager stops, as after `close()`.
+    drop(manager);
+    let end = within("end", next(&mut stream))
+        .await
+        .expect("the final value");
+    assert_eq!(end.number, 1);
+    assert_eq!(end.client.session_id(), 0x7);
+    assert!(matches!(end.ended, Some(Error::Closed)), "{end:?}");
+    assert!(within("stream end", next(&mut stream)).await.is_none());
+    for _ in 0..2 {
+        assert!(matches!(
+            within("end", generations.changed()).await.live(),
+            Err(Error::Closed)
+        ));
+    }
+    assert_eq!(generations.missed(), 0);
 }

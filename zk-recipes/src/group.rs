@@ -86,7 +86,7 @@ impl GroupMember {
             &payload,
             NodeOptions::ephemeral(),
         )?;
-        let cache = ChildrenCache::start(manager.subscribe(), path.clone());
+        let cache = ChildrenCache::start(manager.watch(), path.clone());
         Ok(GroupMember {
             id: id.to_owned(),
             path,

@@ -23,6 +23,8 @@
 //! - Membership and shared values in Curator's layouts: [`node::PersistentNode`],
 //!   [`group::GroupMember`], service discovery (`discovery`, feature `discovery`),
 //!   [`shared`] counters and values, [`barrier`]s.
+//! - [`layout`]: what a queue node's name says (library, kind, guid, sequence) and who waits
+//!   for whom, by the rules the recipes use, for tools that read any library's queues.
 //!
 //! Every public item has one path: the locks, semaphores and leader election are at the
 //! crate's root (their modules are private); the newer families live in their own modules
@@ -110,6 +112,7 @@ pub mod discovery;
 mod error;
 pub mod group;
 mod guard;
+pub mod layout;
 mod leader;
 mod lock;
 mod metrics;

@@ -153,7 +153,7 @@ impl CacheBuilder {
     /// As [`build`](Self::build).
     pub fn build_managed(self, manager: &SessionManager) -> Result<Cache> {
         self.check()?;
-        Ok(Cache::start(self.opts, Source::Manager(manager.subscribe())).0)
+        Ok(Cache::start(self.opts, Source::Manager(manager.watch())).0)
     }
 
     /// As [`build_managed`](Self::build_managed) with a stream subscribed before the start.
@@ -166,9 +166,6 @@ impl CacheBuilder {
         manager: &SessionManager,
     ) -> Result<(Cache, CacheEvents)> {
         self.check()?;
-        Ok(Cache::start(
-            self.opts,
-            Source::Manager(manager.subscribe()),
-        ))
+        Ok(Cache::start(self.opts, Source::Manager(manager.watch())))
     }
 }

@@ -15,7 +15,7 @@ use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 use zk_client::{
-    AddWatchMode, Client, ClientWatcher, Error, EventType, PersistentWatcher, SessionState,
+    AddWatchMode, Client, Error, EventType, Generations, PersistentWatcher, SessionState,
 };
 
 use super::reads::{Kind, Op, Reads, Reply};
@@ -27,7 +27,7 @@ pub(crate) enum Source {
     /// One session: the cache ends with it.
     Client(Client),
     /// A session manager: the cache moves to each new session.
-    Manager(ClientWatcher),
+    Manager(Generations),
 }
 
 /// How a session's run ended.
@@ -70,7 +70,7 @@ pub(crate) async fn run(shared: Arc<Shared>, source: Source, cancel: Cancellatio
         }
         tokio::select! {
             _ = cancel.cancelled() => break,
-            next = w.changed() => match next {
+            next = w.changed() => match next.live() {
                 Ok(generation) => client = generation.client,
                 Err(_) => break,
             },

@@ -24,7 +24,7 @@ pub struct ServiceCache {
 impl ServiceCache {
     pub(crate) fn start(manager: &SessionManager, path: String) -> ServiceCache {
         ServiceCache {
-            cache: ChildrenCache::start(manager.subscribe(), path.clone()),
+            cache: ChildrenCache::start(manager.watch(), path.clone()),
             path,
         }
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
-use zk_client::{Client, ClientWatcher, Publisher, SessionManager, Transitions};
+use zk_client::{Client, Generations, Publisher, SessionManager, Transitions};
 
 use super::election::{elect, Ctx, Ended, LATCH_NAME};
 use super::{Leadership, LeadershipPolicy, Term};
@@ -114,7 +114,7 @@ impl LeaderLatch {
             terms: AtomicU64::new(0),
         };
         let stop = CancellationToken::new();
-        let task = tokio::spawn(run(ctx, manager.subscribe(), stop.clone()));
+        let task = tokio::spawn(run(ctx, manager.watch(), stop.clone()));
         Ok(LeaderLatch {
             inner: Arc::new(Inner {
                 base,
@@ -250,7 +250,7 @@ impl LeaderLatch {
 }
 
 /// The latch's task: the election on each session the manager publishes, until stopped.
-async fn run(ctx: Ctx, mut clients: ClientWatcher, stop: CancellationToken) {
+async fn run(ctx: Ctx, mut clients: Generations, stop: CancellationToken) {
     let mut client = clients.current().client.clone();
     // Bounded as every retry loop (sessions and error retries).
     for _ in turns() {
@@ -264,7 +264,7 @@ async fn run(ctx: Ctx, mut clients: ClientWatcher, stop: CancellationToken) {
                 debug!(base = %ctx.base, "session ended; waiting for the next one");
                 let next = tokio::select! {
                     _ = stop.cancelled() => break,
-                    next = clients.changed() => next,
+                    next = clients.changed() => next.live(),
                 };
                 match next {
                     Ok(generation) => client = generation.client,

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::debug;
-use zk_client::{AddWatchMode, Client, ClientWatcher, EventType, PersistentWatcher, WatcherType};
+use zk_client::{AddWatchMode, Client, EventType, Generations, PersistentWatcher, WatcherType};
 
 use super::kernel::{name_of, parent_of, turns};
 
@@ -36,7 +36,7 @@ pub(crate) struct ChildrenCache {
 
 impl ChildrenCache {
     /// Starts following the children of `path` on the clients `clients` publishes.
-    pub(crate) fn start(clients: ClientWatcher, path: String) -> ChildrenCache {
+    pub(crate) fn start(clients: Generations, path: String) -> ChildrenCache {
         let (tx, rx) = watch::channel(Snapshot::default());
         let stop = CancellationToken::new();
         tokio::spawn(follow(clients, path, tx, stop.clone()));
@@ -64,7 +64,7 @@ enum End {
 }
 
 async fn follow(
-    mut clients: ClientWatcher,
+    mut clients: Generations,
     path: String,
     tx: watch::Sender<Snapshot>,
     stop: CancellationToken,
@@ -76,7 +76,7 @@ async fn follow(
             End::SessionEnded => {
                 let next = tokio::select! {
                     _ = stop.cancelled() => break,
-                    next = clients.changed() => next,
+                    next = clients.changed() => next.live(),
                 };
                 match next {
                     Ok(generation) => client = generation.client,

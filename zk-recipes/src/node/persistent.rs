@@ -230,12 +230,7 @@ impl PersistentNode {
         });
         let (commands, rx) = mpsc::unbounded_channel();
         let stop = CancellationToken::new();
-        let task = tokio::spawn(run::run(
-            shared.clone(),
-            manager.subscribe(),
-            rx,
-            stop.clone(),
-        ));
+        let task = tokio::spawn(run::run(shared.clone(), manager.watch(), rx, stop.clone()));
         Ok(PersistentNode {
             shared,
             commands,

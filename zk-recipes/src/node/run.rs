@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 use uuid::Uuid;
-use zk_client::{Client, ClientWatcher, CreateMode, CreateOptions, EventType, Stat, Watcher};
+use zk_client::{Client, CreateMode, CreateOptions, EventType, Generations, Stat, Watcher};
 
 use super::kernel::{
     delete_guaranteed, find_own, name_of, parent_of, protected_prefix, turns, wait_connected,
@@ -49,7 +49,7 @@ struct Run {
 /// The task: keeps the node on each generation's client until stopped.
 pub(crate) async fn run(
     shared: Arc<Shared>,
-    mut clients: ClientWatcher,
+    mut clients: Generations,
     commands: mpsc::UnboundedReceiver<Command>,
     stop: CancellationToken,
 ) {
@@ -84,7 +84,7 @@ pub(crate) async fn run(
                 run.went_with_session();
                 let next = tokio::select! {
                     _ = run.stop.cancelled() => break Error::Client(zk_client::Error::Closed),
-                    next = clients.changed() => next,
+                    next = clients.changed() => next.live(),
                 };
                 match next {
                     Ok(generation) => {

@@ -66,7 +66,7 @@ pub(crate) fn sequence_suffix(name: &str) -> Option<&str> {
 /// The sequence number at the end of a sequential node's name: the last 10 characters parsed
 /// as a signed 32-bit decimal (the server formats the parent's `cversion` with `%010d`, which
 /// goes negative after overflow, e.g. `-000000012`).
-pub(crate) fn sequence_of(name: &str) -> Option<i32> {
+pub fn sequence_of(name: &str) -> Option<i32> {
     let tail = name.get(name.len().checked_sub(SEQUENCE_LEN)?..)?;
     let digits = tail.strip_prefix('-').unwrap_or(tail);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -77,7 +77,7 @@ pub(crate) fn sequence_of(name: &str) -> Option<i32> {
 
 /// What a contender in a lock queue asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Intent {
+pub enum Intent {
     /// Shares the lock with other readers (`__READ__`, kazoo's `__rlock__`).
     Read,
     /// Excludes everyone (`__WRIT__`, `lock-`, kazoo's `__lock__`, anything else sequential).
@@ -95,13 +95,13 @@ pub(crate) fn intent_of(name: &str) -> Intent {
 
 /// One node of a lock queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Contender {
+pub struct Contender {
     /// The child name.
-    pub(crate) name: String,
+    pub name: String,
     /// Its trailing sequence number.
-    pub(crate) sequence: i32,
+    pub sequence: i32,
     /// Read or write.
-    pub(crate) intent: Intent,
+    pub intent: Intent,
 }
 
 /// Turns a parent's children into the lock queue: every child with a trailing sequence
@@ -114,7 +114,7 @@ pub(crate) struct Contender {
 /// tie in the server's listing order; ordering it by name instead is as good, because every
 /// rule below treats the two tied nodes alike (both block a writer queued behind them; the
 /// read node blocks no reader).
-pub(crate) fn queue(children: &[String]) -> Vec<Contender> {
+pub fn queue(children: &[String]) -> Vec<Contender> {
     let mut queue: Vec<Contender> = children
         .iter()
         .filter_map(|name| {
@@ -135,7 +135,8 @@ pub(crate) fn queue(children: &[String]) -> Vec<Contender> {
 
 /// What a contender must do next.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Position {
+#[non_exhaustive]
+pub enum Position {
     /// The lock is ours.
     Acquired,
     /// Wait for `node` to go away, then look again.
@@ -160,7 +161,7 @@ pub(crate) enum Position {
 /// - Read: held when no write request precedes ours; otherwise watch the nearest preceding
 ///   write request (the ZooKeeper recipe's rule, which wakes only readers a writer's release
 ///   unblocks; Curator watches the lowest write node instead).
-pub(crate) fn position(queue: &[Contender], ours: &str, intent: Intent) -> Position {
+pub fn position(queue: &[Contender], ours: &str, intent: Intent) -> Position {
     let Some(index) = queue.iter().position(|c| c.name == ours) else {
         return Position::Missing;
     };

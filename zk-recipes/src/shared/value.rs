@@ -7,7 +7,7 @@ use bytes::Bytes;
 use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::debug;
-use zk_client::{Client, ClientWatcher, CreateMode, SessionManager, Stat, Watcher};
+use zk_client::{Client, CreateMode, Generations, SessionManager, Stat, Watcher};
 
 use crate::error::{Error, Result};
 use crate::node::kernel::{
@@ -156,13 +156,13 @@ impl SharedValue {
         path: &str,
         seed: &[u8],
     ) -> Result<SharedValue> {
-        let clients = manager.subscribe();
+        let clients = manager.watch();
         Self::start_on(Source::Manager(manager.clone()), Some(clients), path, seed).await
     }
 
     async fn start_on(
         source: Source,
-        clients: Option<ClientWatcher>,
+        clients: Option<Generations>,
         path: &str,
         seed: &[u8],
     ) -> Result<SharedValue> {
@@ -319,7 +319,7 @@ async fn read_watch(client: &Client, path: &str) -> Result<(Snapshot, Watcher)> 
 async fn follow(
     inner: Arc<Inner>,
     client: Client,
-    clients: Option<ClientWatcher>,
+    clients: Option<Generations>,
     watch: Watcher,
     stop: CancellationToken,
 ) {
@@ -330,7 +330,7 @@ async fn follow(
 async fn follow_until(
     inner: &Inner,
     mut client: Client,
-    mut clients: Option<ClientWatcher>,
+    mut clients: Option<Generations>,
     mut watch: Watcher,
     stop: &CancellationToken,
 ) {
@@ -362,7 +362,7 @@ async fn follow_until(
         for _ in turns() {
             let next = tokio::select! {
                 _ = stop.cancelled() => return,
-                next = watcher.changed() => next,
+                next = watcher.changed() => next.live(),
             };
             let Ok(generation) = next else { return };
             client = generation.client;

@@ -1,6 +1,5 @@
 //! `zkrs locks` (the queue of a lock, latch or semaphore) and `zkrs revoke`.
 
-mod naming;
 mod queue;
 mod render;
 
@@ -16,7 +15,7 @@ use crate::output::Output;
 use crate::time::now_millis;
 use crate::watch::Deadline;
 
-use queue::{analyse, Node, Report, REVOKE_MESSAGE};
+use queue::{analyse, Node, Report};
 
 /// Quiet time that ends a burst of changes before a redraw.
 const SETTLE: std::time::Duration = std::time::Duration::from_millis(20);
@@ -148,11 +147,13 @@ fn show(out: &Output, reports: &[Report], clear: bool) {
 /// `zkrs revoke NODE`: writes `__REVOKE__` into the node, as Curator's `Revoker` does. The
 /// holder decides whether to let go (only locks made revocable listen).
 pub(crate) async fn revoke(session: &Session, out: &Output, node: &str) -> Result<(), CliError> {
-    session
-        .client
-        .set_data(node, REVOKE_MESSAGE, None)
-        .await
-        .map_err(|e| CliError::zk(format!("revoke {node}"), e))?;
+    let what = || format!("revoke {node}");
+    match zk_recipes::revoke(&session.client, node).await {
+        Ok(true) => {}
+        Ok(false) => return Err(CliError::zk(what(), ZkError::NoNode)),
+        Err(zk_recipes::Error::Client(e)) => return Err(CliError::zk(what(), e)),
+        Err(e) => return Err(CliError::Other(format!("{}: {e}", what()))),
+    }
     out.emit(&serde_json::json!({ "revoke_requested": node }), || {
         format!("asked the holder of {node} to release it (cooperative: the holder decides)")
     });

@@ -2,15 +2,13 @@
 //!
 //! Pure: takes what was read from ZooKeeper, returns the report; unit-tested without a server.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
+use zk_recipes::layout::{self, parse, Contender, Intent, Kind, Library, NodeName, Position};
+use zk_recipes::REVOKE_MESSAGE;
 
-use super::naming::{classify, Kind, Library, Naming};
 use crate::output::{session_hex, utf8};
-
-/// Curator's revocation request (`LockInternals.REVOKE_MESSAGE`).
-pub(crate) const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
 
 /// One child of the lock path as read from ZooKeeper.
 pub(crate) struct Node {
@@ -39,10 +37,12 @@ pub(crate) enum State {
 pub(crate) struct Entry {
     pub(crate) position: usize,
     pub(crate) name: String,
+    #[serde(serialize_with = "library_name")]
     pub(crate) library: Library,
+    #[serde(serialize_with = "kind_name")]
     pub(crate) kind: Kind,
     pub(crate) protected: bool,
-    pub(crate) sequence: Option<i64>,
+    pub(crate) sequence: Option<i32>,
     pub(crate) state: State,
     /// The node this one waits for (its predecessor under the recipe's rule).
     pub(crate) waits_for: Option<String>,
@@ -69,10 +69,9 @@ pub(crate) struct Report {
 /// Orders `nodes` by sequence (arrival order; a downgrade's read node sorts right after the
 /// write node whose sequence it reuses), places each, and collects warnings.
 pub(crate) fn analyse(path: &str, nodes: Vec<Node>, now_ms: i64) -> Report {
-    let mut named: Vec<(Naming, Node)> =
-        nodes.into_iter().map(|n| (classify(&n.name), n)).collect();
+    let mut named: Vec<(NodeName, Node)> = nodes.into_iter().map(|n| (parse(&n.name), n)).collect();
     named.sort_by(|(a, an), (b, bn)| {
-        let key = |n: &Naming| (n.sequence.is_none(), n.sequence, n.kind == Kind::Read);
+        let key = |n: &NodeName| (n.sequence.is_none(), n.sequence, n.kind == Kind::Read);
         key(a).cmp(&key(b)).then_with(|| an.name.cmp(&bn.name))
     });
     let states = place(&named);
@@ -90,7 +89,7 @@ pub(crate) fn analyse(path: &str, nodes: Vec<Node>, now_ms: i64) -> Report {
             name: node.name,
             library: naming.library,
             kind: naming.kind,
-            protected: naming.protected,
+            protected: naming.protected(),
             sequence: naming.sequence,
             state,
             waits_for: None,
@@ -110,55 +109,102 @@ pub(crate) fn analyse(path: &str, nodes: Vec<Node>, now_ms: i64) -> Report {
     report
 }
 
-/// The state of each sorted node and the index it waits for.
-fn place(named: &[(Naming, Node)]) -> Vec<(State, Option<usize>)> {
-    // kazoo's `__lock__` is its WriteLock's node too: exclusive either way.
-    let mut last_lock: Option<usize> = None; // previous mutex/read/write node
-    let mut last_exclusive: Option<usize> = None;
-    let mut last_latch: Option<usize> = None;
-    let mut out = Vec::with_capacity(named.len());
-    for (i, (naming, node)) in named.iter().enumerate() {
-        let placed = match naming.kind {
-            _ if naming.sequence.is_none() => (State::Unknown, None),
-            Kind::Mutex | Kind::Write => match last_lock {
-                None => (State::Holds, None),
-                Some(prev) => (State::Waits, Some(prev)),
-            },
-            Kind::Read => match last_exclusive {
-                None => (State::Holds, None),
-                // A downgrade: the write holder's own read node shares its sequence.
-                Some(w) if same_owner_and_sequence(&named[w], (naming, node)) => {
-                    (State::Holds, None)
-                }
-                Some(w) => (State::Waits, Some(w)),
-            },
-            Kind::Latch => match last_latch {
-                None => (State::Holds, None),
-                Some(prev) => (State::Waits, Some(prev)),
-            },
-            Kind::Lease => (State::Lease, None),
-            Kind::Unknown => (State::Unknown, None),
-        };
-        if naming.sequence.is_some() {
-            match naming.kind {
-                Kind::Mutex | Kind::Write => {
-                    last_lock = Some(i);
-                    last_exclusive = Some(i);
-                }
-                Kind::Read => last_lock = Some(i),
-                Kind::Latch => last_latch = Some(i),
-                _ => {}
+/// The state of each sorted node and the index it waits for: lock nodes (mutex, read and
+/// write, kazoo's too) and latch participants each form a queue, placed by zk-recipes' rules
+/// ([`layout::position`]: a writer waits for its predecessor, a reader for the nearest
+/// writer before it).
+fn place(named: &[(NodeName, Node)]) -> Vec<(State, Option<usize>)> {
+    let index: HashMap<&str, usize> = named
+        .iter()
+        .enumerate()
+        .map(|(i, (_, node))| (node.name.as_str(), i))
+        .collect();
+    let contenders = |intent: fn(Kind) -> Option<Intent>| -> Vec<Contender> {
+        named
+            .iter()
+            .filter_map(|(naming, node)| {
+                Some(Contender {
+                    name: node.name.clone(),
+                    sequence: naming.sequence?,
+                    intent: intent(naming.kind)?,
+                })
+            })
+            .collect()
+    };
+    let locks = contenders(Kind::intent);
+    let latches = contenders(|kind| (kind == Kind::Latch).then_some(Intent::Write));
+    named
+        .iter()
+        .map(|(naming, node)| {
+            let (queue, intent) = match (naming.sequence, naming.kind) {
+                (None, _) => return (State::Unknown, None),
+                (Some(_), Kind::Lease) => return (State::Lease, None),
+                (Some(_), Kind::Latch) => (&latches, Intent::Write),
+                (Some(_), kind) => match kind.intent() {
+                    Some(intent) => (&locks, intent),
+                    None => return (State::Unknown, None),
+                },
+            };
+            match layout::position(queue, &node.name, intent) {
+                Position::Acquired => (State::Holds, None),
+                Position::WaitFor { node: blocker, .. } => match index.get(blocker.as_str()) {
+                    // A downgrade: the write holder's own read node shares its sequence.
+                    Some(&w)
+                        if intent == Intent::Read
+                            && same_owner_and_sequence(&named[w], (naming, node)) =>
+                    {
+                        (State::Holds, None)
+                    }
+                    Some(&w) => (State::Waits, Some(w)),
+                    None => (State::Unknown, None),
+                },
+                // Missing (cannot be: the node is in its queue), or a future case.
+                _ => (State::Unknown, None),
             }
-        }
-        out.push(placed);
-    }
-    out
+        })
+        .collect()
 }
 
-fn same_owner_and_sequence(write: &(Naming, Node), read: (&Naming, &Node)) -> bool {
+fn same_owner_and_sequence(write: &(NodeName, Node), read: (&NodeName, &Node)) -> bool {
     write.0.sequence == read.0.sequence
         && write.1.ephemeral_owner == read.1.ephemeral_owner
         && write.1.ephemeral_owner != 0
+}
+
+/// The short name of a library (table and JSON).
+pub(crate) fn library_label(library: Library) -> &'static str {
+    match library {
+        Library::Curator => "curator",
+        Library::GoZookeeper => "go-zookeeper",
+        Library::Kazoo => "kazoo",
+        _ => "?",
+    }
+}
+
+/// The short name of a contender's kind (table and JSON).
+pub(crate) fn kind_label(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Mutex => "mutex",
+        Kind::Read => "read",
+        Kind::Write => "write",
+        Kind::Latch => "latch",
+        Kind::Lease => "lease",
+        _ => "?",
+    }
+}
+
+fn library_name<S: Serializer>(library: &Library, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(match library_label(*library) {
+        "?" => "unknown",
+        label => label,
+    })
+}
+
+fn kind_name<S: Serializer>(kind: &Kind, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(match kind_label(*kind) {
+        "?" => "unknown",
+        label => label,
+    })
 }
 
 /// What an operator should know about this queue.

@@ -1,6 +1,6 @@
 //! The text form of a lock queue.
 
-use super::queue::{Entry, Report, State};
+use super::queue::{kind_label, library_label, Entry, Report, State};
 use crate::time::short_age;
 
 /// Longest owner data shown in the table (JSON has all of it).
@@ -43,8 +43,8 @@ fn row(e: &Entry) -> String {
         e.position,
         state,
         e.name,
-        e.library.label(),
-        e.kind.label(),
+        library_label(e.library),
+        kind_label(e.kind),
         short_age(e.age_ms),
         e.owner_session.as_deref().unwrap_or("persistent"),
         data.escape_debug()

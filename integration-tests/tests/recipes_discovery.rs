@@ -174,8 +174,10 @@ async fn a_java_instance_parses_here_and_providers_pick_among_all() {
 
     // Providers over the cache: ours and theirs.
     discovery.register(&web_instance("rust-1")).await.unwrap();
-    let round = discovery.provider("web", ProviderStrategy::RoundRobin);
-    let random = discovery.provider("web", ProviderStrategy::Random);
+    let round = discovery
+        .provider("web", ProviderStrategy::RoundRobin)
+        .unwrap();
+    let random = discovery.provider("web", ProviderStrategy::Random).unwrap();
     eventually("both cached", WAIT, || async {
         (round.all_instances().len() == 2 && random.all_instances().len() == 2).then_some(())
     })

@@ -4,12 +4,11 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::sync::watch;
 use zk_client::SessionManager;
 
+use crate::cache::{CacheEvents, ChildData, ChildrenCache};
 use crate::error::{Error, Result};
-use crate::node::children::{child_path, ChildrenCache, Snapshot};
-use crate::node::kernel::{check_base, local_address};
+use crate::node::kernel::{check_base, child_path, local_address};
 use crate::node::{NodeEvent, NodeOptions, PersistentNode};
 
 /// A member of a group, in Curator's `GroupMember` layout: an EPHEMERAL node
@@ -86,7 +85,7 @@ impl GroupMember {
             &payload,
             NodeOptions::ephemeral(),
         )?;
-        let cache = ChildrenCache::start(manager.subscribe(), path.clone());
+        let cache = ChildrenCache::new_managed(manager, &path)?;
         Ok(GroupMember {
             id: id.to_owned(),
             path,
@@ -121,8 +120,7 @@ impl GroupMember {
     /// Every member's id and payload, from the cache, with our own id and payload added
     /// while the cache has not seen our node yet (as Curator's `getCurrentMembers`).
     pub fn current_members(&self) -> BTreeMap<String, Bytes> {
-        let snapshot = self.cache.current();
-        let mut members = (*snapshot.children).clone();
+        let mut members = members_of(self.cache.children());
         members
             .entry(self.id.clone())
             .or_insert_with(|| self.node.data());
@@ -131,7 +129,7 @@ impl GroupMember {
 
     /// Whether the cache has read the group once.
     pub fn is_loaded(&self) -> bool {
-        self.cache.current().loaded
+        self.cache.cache().is_initialized()
     }
 
     /// Signals each change of the cached members (read them with
@@ -139,7 +137,8 @@ impl GroupMember {
     /// closed or its session manager ended.
     pub fn watch_members(&self) -> MembersWatcher {
         MembersWatcher {
-            rx: self.cache.subscribe(),
+            cache: self.cache.clone(),
+            events: self.cache.events(),
         }
     }
 
@@ -172,7 +171,7 @@ impl GroupMember {
     ///
     /// As [`PersistentNode::close`].
     pub async fn close(self) -> Result<()> {
-        drop(self.cache);
+        self.cache.close().await;
         self.node.close().await
     }
 }
@@ -180,7 +179,8 @@ impl GroupMember {
 /// Signals changes of a group's members.
 #[derive(Debug)]
 pub struct MembersWatcher {
-    rx: watch::Receiver<Snapshot>,
+    cache: ChildrenCache,
+    events: CacheEvents,
 }
 
 impl MembersWatcher {
@@ -195,12 +195,17 @@ impl MembersWatcher {
     ///
     /// Cancel safe.
     pub async fn changed(&mut self) -> Result<BTreeMap<String, Bytes>> {
-        let closed = || Error::Client(zk_client::Error::Closed);
-        self.rx.changed().await.map_err(|_| closed())?;
-        let snapshot = self.rx.borrow_and_update().clone();
-        if snapshot.ended {
-            return Err(closed());
+        match self.events.next().await {
+            Some(_) => Ok(members_of(self.cache.children())),
+            None => Err(Error::Client(zk_client::Error::Closed)),
         }
-        Ok((*snapshot.children).clone())
     }
+}
+
+/// Ids and payloads of cached member nodes (the membership cache keeps every node's data).
+fn members_of(children: Vec<ChildData>) -> BTreeMap<String, Bytes> {
+    children
+        .into_iter()
+        .map(|c| (c.name().to_owned(), c.data.unwrap_or_default()))
+        .collect()
 }

@@ -7,7 +7,7 @@ use zk_client::{Client, CreateMode, CreateOptions};
 
 use super::bounded;
 use crate::error::{Error, Result};
-use crate::node::children::child_path;
+use crate::node::kernel::child_path;
 use crate::node::kernel::{
     check_base, delete_guaranteed, local_address, retry_after, retrying, session_error, turns,
 };

@@ -3,13 +3,12 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tokio::sync::watch;
 use tracing::warn;
 use zk_client::SessionManager;
 
 use super::instance::ServiceInstance;
+use crate::cache::{CacheEvents, ChildData, ChildrenCache};
 use crate::error::{Error, Result};
-use crate::node::children::{ChildrenCache, Snapshot};
 
 /// A service's instances, kept up to date with a watch on `<base>/<name>` (Curator's
 /// `ServiceCache`): instances join, change and leave the cache as their nodes do, across
@@ -22,11 +21,11 @@ pub struct ServiceCache {
 }
 
 impl ServiceCache {
-    pub(crate) fn start(manager: &SessionManager, path: String) -> ServiceCache {
-        ServiceCache {
-            cache: ChildrenCache::start(manager.subscribe(), path.clone()),
+    pub(crate) fn start(manager: &SessionManager, path: String) -> Result<ServiceCache> {
+        Ok(ServiceCache {
+            cache: ChildrenCache::new_managed(manager, &path)?,
             path,
-        }
+        })
     }
 
     /// The service's path.
@@ -36,12 +35,12 @@ impl ServiceCache {
 
     /// The cached instances, ordered by node name.
     pub fn instances(&self) -> Vec<ServiceInstance> {
-        parse(&self.path, &self.cache.current())
+        parse(&self.path, self.cache.children())
     }
 
     /// Whether the cache has read the service once.
     pub fn is_loaded(&self) -> bool {
-        self.cache.current().loaded
+        self.cache.cache().is_initialized()
     }
 
     /// Waits until the cache has read the service once.
@@ -50,25 +49,16 @@ impl ServiceCache {
     ///
     /// [`Error::Timeout`] after `timeout`; `Closed` when the session manager ended.
     pub async fn wait_loaded(&self, timeout: Duration) -> Result<()> {
-        let mut rx = self.cache.subscribe();
-        let loaded = tokio::time::timeout(timeout, async {
-            rx.wait_for(|s| s.loaded || s.ended)
-                .await
-                .map(|s| s.loaded)
-                .unwrap_or(false)
-        })
-        .await;
-        match loaded {
-            Err(_) => Err(Error::Timeout),
-            Ok(true) => Ok(()),
-            Ok(false) => Err(Error::Client(zk_client::Error::Closed)),
-        }
+        tokio::time::timeout(timeout, self.cache.initialized())
+            .await
+            .map_err(|_| Error::Timeout)?
     }
 
     /// Follows the cache: each change of the instances.
     pub fn changes(&self) -> InstanceChanges {
         InstanceChanges {
-            rx: self.cache.subscribe(),
+            cache: self.cache.clone(),
+            events: self.cache.events(),
             path: self.path.clone(),
         }
     }
@@ -77,7 +67,8 @@ impl ServiceCache {
 /// Follows a [`ServiceCache`].
 #[derive(Debug)]
 pub struct InstanceChanges {
-    rx: watch::Receiver<Snapshot>,
+    cache: ChildrenCache,
+    events: CacheEvents,
     path: String,
 }
 
@@ -92,25 +83,24 @@ impl InstanceChanges {
     ///
     /// Cancel safe.
     pub async fn changed(&mut self) -> Result<Vec<ServiceInstance>> {
-        let closed = || Error::Client(zk_client::Error::Closed);
-        self.rx.changed().await.map_err(|_| closed())?;
-        let snapshot = self.rx.borrow_and_update().clone();
-        if snapshot.ended {
-            return Err(closed());
+        match self.events.next().await {
+            Some(_) => Ok(parse(&self.path, self.cache.children())),
+            None => Err(Error::Client(zk_client::Error::Closed)),
         }
-        Ok(parse(&self.path, &snapshot))
     }
 }
 
-fn parse(path: &str, snapshot: &Snapshot) -> Vec<ServiceInstance> {
-    snapshot
-        .children
+fn parse(path: &str, children: Vec<ChildData>) -> Vec<ServiceInstance> {
+    children
         .iter()
-        .filter_map(|(name, data)| match ServiceInstance::from_json(data) {
-            Ok(instance) => Some(instance),
-            Err(e) => {
-                warn!(%path, %name, error = %e, "not a service instance; skipped");
-                None
+        .filter_map(|child| {
+            match ServiceInstance::from_json(child.data.as_deref().unwrap_or_default()) {
+                Ok(instance) => Some(instance),
+                Err(e) => {
+                    let name = child.name();
+                    warn!(%path, %name, error = %e, "not a service instance; skipped");
+                    None
+                }
             }
         })
         .collect()

@@ -2,7 +2,6 @@
 //! `PersistentEphemeralNode`), kept present across deletions, connection losses and new
 //! sessions of a [`SessionManager`](zk_client::SessionManager).
 
-pub(crate) mod children;
 pub(crate) mod kernel;
 mod persistent;
 mod run;

@@ -113,8 +113,21 @@ impl GroupMember {
     /// # Cancel safety
     ///
     /// Cancel safe.
-    pub async fn joined(&self, timeout: Duration) -> Result<String> {
-        self.node.initial_create(timeout).await
+    pub async fn joined(&self) -> Result<String> {
+        self.node.initial_create().await
+    }
+
+    /// [`joined`](Self::joined) within `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// As [`PersistentNode::initial_create_timeout`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub async fn joined_timeout(&self, timeout: Duration) -> Result<String> {
+        self.node.initial_create_timeout(timeout).await
     }
 
     /// Every member's id and payload, from the cache, with our own id and payload added

@@ -47,8 +47,25 @@ impl ServiceCache {
     ///
     /// # Errors
     ///
-    /// [`Error::Timeout`] after `timeout`; `Closed` when the session manager ended.
-    pub async fn wait_loaded(&self, timeout: Duration) -> Result<()> {
+    /// `Closed` when the session manager ended first.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub async fn wait_loaded(&self) -> Result<()> {
+        self.cache.initialized().await
+    }
+
+    /// [`wait_loaded`](Self::wait_loaded) within `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Timeout`] after `timeout`; otherwise as [`wait_loaded`](Self::wait_loaded).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub async fn wait_loaded_timeout(&self, timeout: Duration) -> Result<()> {
         tokio::time::timeout(timeout, self.cache.initialized())
             .await
             .map_err(|_| Error::Timeout)?

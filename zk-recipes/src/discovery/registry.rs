@@ -123,7 +123,7 @@ impl ServiceDiscovery {
                 let node = PersistentNode::start(&self.manager, &path, json.as_bytes(), options)?;
                 // A registration that cannot be kept (NoAuth, say) is not remembered; its
                 // handle is dropped, which removes anything it made.
-                node.initial_create(REGISTER_WAIT).await?;
+                node.initial_create_timeout(REGISTER_WAIT).await?;
                 registered.insert(key, Registration::Dynamic(node));
                 Ok(())
             }

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use integration_tests::{chroot, expire_session, standalone, ZkTarget};
 use members_common::{eventually, within, JavaPeer};
 use zk_client::{Client, SessionManager, SessionState};
-use zk_recipes::group::GroupMember;
+use zk_recipes::group::{GroupMember, Members};
 
 const WAIT: Duration = Duration::from_secs(30);
 const GROUP: &str = "/groups/g";
@@ -128,7 +128,7 @@ async fn rust_and_curator_members_list_each_other_with_payloads() {
     assert!(
         within("watcher ends", async {
             loop {
-                if changes.changed().await.is_err() {
+                if changes.changed().await == Members::Ended {
                     return true;
                 }
             }

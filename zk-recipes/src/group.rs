@@ -3,10 +3,13 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use bytes::Bytes;
-use zk_client::SessionManager;
+use std::sync::Arc;
 
-use crate::cache::{CacheEvents, ChildData, ChildrenCache};
+use bytes::Bytes;
+use tokio_util::sync::{CancellationToken, DropGuard};
+use zk_client::{Observable, Publisher, SessionManager, Transitions};
+
+use crate::cache::{ChildData, ChildrenCache};
 use crate::error::{Error, Result};
 use crate::node::kernel::{check_base, child_path, local_address};
 use crate::node::{NodeEvent, NodeOptions, PersistentNode};
@@ -24,7 +27,7 @@ use crate::node::{NodeEvent, NodeOptions, PersistentNode};
 /// ```no_run
 /// # async fn f() -> Result<(), Box<dyn std::error::Error>> {
 /// use zk_client::{Client, SessionManager};
-/// use zk_recipes::group::GroupMember;
+/// use zk_recipes::group::{GroupMember, Members};
 ///
 /// let manager = SessionManager::connect(Client::builder("127.0.0.1:2181")).await?;
 /// let member = GroupMember::start(&manager, "/groups/workers", "worker-1", Some(b"10.0.0.7")).await?;
@@ -33,7 +36,7 @@ use crate::node::{NodeEvent, NodeOptions, PersistentNode};
 ///     for (id, payload) in member.current_members() {
 ///         println!("{id}: {}", String::from_utf8_lossy(&payload));
 ///     }
-///     if changes.changed().await.is_err() {
+///     if changes.changed().await == Members::Ended {
 ///         break;
 ///     }
 /// }
@@ -46,6 +49,9 @@ pub struct GroupMember {
     path: String,
     node: PersistentNode,
     cache: ChildrenCache,
+    members: Arc<Publisher<Members>>,
+    /// Stops the task that publishes `members`.
+    _publishing: DropGuard,
 }
 
 impl GroupMember {
@@ -86,11 +92,20 @@ impl GroupMember {
             NodeOptions::ephemeral(),
         )?;
         let cache = ChildrenCache::new_managed(manager, &path)?;
+        let members = Arc::new(Publisher::new(Members::Current(BTreeMap::new())));
+        let stop = CancellationToken::new();
+        tokio::spawn(publish_members(
+            cache.clone(),
+            members.clone(),
+            stop.clone(),
+        ));
         Ok(GroupMember {
             id: id.to_owned(),
             path,
             node,
             cache,
+            members,
+            _publishing: stop.drop_guard(),
         })
     }
 
@@ -145,14 +160,12 @@ impl GroupMember {
         self.cache.cache().is_initialized()
     }
 
-    /// Signals each change of the cached members (read them with
-    /// [`current_members`](Self::current_members)). `changed()` fails once the member is
-    /// closed or its session manager ended.
-    pub fn watch_members(&self) -> MembersWatcher {
-        MembersWatcher {
-            cache: self.cache.clone(),
-            events: self.cache.events(),
-        }
+    /// Follows the cached members (ids and payloads; our own id is not added here) with
+    /// [`Transitions`], the type that follows a session's state, a lock's state and
+    /// leadership too. It ends with [`Members::Ended`] once the member is closed or its
+    /// session manager ended.
+    pub fn watch_members(&self) -> Transitions<Members> {
+        self.members.subscribe()
     }
 
     /// Our member node's events (see [`NodeEvent`]).
@@ -184,35 +197,53 @@ impl GroupMember {
     ///
     /// As [`PersistentNode::close`].
     pub async fn close(self) -> Result<()> {
+        drop(self._publishing);
         self.cache.close().await;
         self.node.close().await
     }
 }
 
-/// Signals changes of a group's members.
-#[derive(Debug)]
-pub struct MembersWatcher {
-    cache: ChildrenCache,
-    events: CacheEvents,
+/// A group's members as [`GroupMember::watch_members`] follows them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Members {
+    /// The cached members: id → payload.
+    Current(BTreeMap<String, Bytes>),
+    /// The member was closed or its session manager ended: no change follows.
+    Ended,
 }
 
-impl MembersWatcher {
-    /// Waits for the next change of the cached members and returns them (ids and payloads;
-    /// our own id is not added here).
-    ///
-    /// # Errors
-    ///
-    /// `Closed` once the member was closed or its session manager ended.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe.
-    pub async fn changed(&mut self) -> Result<BTreeMap<String, Bytes>> {
-        match self.events.next().await {
-            Some(_) => Ok(members_of(self.cache.children())),
-            None => Err(Error::Client(zk_client::Error::Closed)),
+impl Observable for Members {
+    fn is_final(&self) -> bool {
+        *self == Members::Ended
+    }
+
+    fn when_gone(_last: &Self) -> Self {
+        Members::Ended
+    }
+}
+
+/// Publishes the cache's members after each of its events, then `Ended` when the cache ends
+/// (or the member is closed).
+async fn publish_members(
+    cache: ChildrenCache,
+    members: Arc<Publisher<Members>>,
+    stop: CancellationToken,
+) {
+    let mut events = cache.events();
+    members.publish(Members::Current(members_of(cache.children())));
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            event = events.next() => match event {
+                Some(_) => {
+                    members.publish(Members::Current(members_of(cache.children())));
+                }
+                None => break,
+            },
         }
     }
+    members.publish(Members::Ended);
 }
 
 /// Ids and payloads of cached member nodes (the membership cache keeps every node's data).

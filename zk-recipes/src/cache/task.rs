@@ -191,7 +191,7 @@ impl Sync<'_> {
         self.walk_pending = 0;
         self.retry_at = None;
         self.reads.forget_walks_except(self.pass);
-        let initialized = self.shared.status.borrow().initialized;
+        let initialized = self.shared.is_initialized();
         self.shared.set_state(if initialized {
             CacheState::Resyncing
         } else {

@@ -3,13 +3,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use std::sync::Arc;
-
 use bytes::Bytes;
-use tokio_util::sync::{CancellationToken, DropGuard};
-use zk_client::{Observable, Publisher, SessionManager, Transitions};
+use zk_client::{Observable, SessionManager, Transitions};
 
-use crate::cache::{ChildData, ChildrenCache};
+use crate::cache::{ChildData, ChildrenCache, Following};
 use crate::error::{Error, Result};
 use crate::node::kernel::{check_base, child_path, local_address};
 use crate::node::{NodeEvent, NodeOptions, PersistentNode};
@@ -49,9 +46,7 @@ pub struct GroupMember {
     path: String,
     node: PersistentNode,
     cache: ChildrenCache,
-    members: Arc<Publisher<Members>>,
-    /// Stops the task that publishes `members`.
-    _publishing: DropGuard,
+    members: Following<Members>,
 }
 
 impl GroupMember {
@@ -92,20 +87,17 @@ impl GroupMember {
             NodeOptions::ephemeral(),
         )?;
         let cache = ChildrenCache::new_managed(manager, &path)?;
-        let members = Arc::new(Publisher::new(Members::Current(BTreeMap::new())));
-        let stop = CancellationToken::new();
-        tokio::spawn(publish_members(
+        let members = Following::start(
             cache.clone(),
-            members.clone(),
-            stop.clone(),
-        ));
+            |children| Members::Current(members_of(children)),
+            Members::Ended,
+        );
         Ok(GroupMember {
             id: id.to_owned(),
             path,
             node,
             cache,
             members,
-            _publishing: stop.drop_guard(),
         })
     }
 
@@ -197,7 +189,7 @@ impl GroupMember {
     ///
     /// As [`PersistentNode::close`].
     pub async fn close(self) -> Result<()> {
-        drop(self._publishing);
+        drop(self.members);
         self.cache.close().await;
         self.node.close().await
     }
@@ -221,29 +213,6 @@ impl Observable for Members {
     fn when_gone(_last: &Self) -> Self {
         Members::Ended
     }
-}
-
-/// Publishes the cache's members after each of its events, then `Ended` when the cache ends
-/// (or the member is closed).
-async fn publish_members(
-    cache: ChildrenCache,
-    members: Arc<Publisher<Members>>,
-    stop: CancellationToken,
-) {
-    let mut events = cache.events();
-    members.publish(Members::Current(members_of(cache.children())));
-    loop {
-        tokio::select! {
-            _ = stop.cancelled() => break,
-            event = events.next() => match event {
-                Some(_) => {
-                    members.publish(Members::Current(members_of(cache.children())));
-                }
-                None => break,
-            },
-        }
-    }
-    members.publish(Members::Ended);
 }
 
 /// Ids and payloads of cached member nodes (the membership cache keeps every node's data).

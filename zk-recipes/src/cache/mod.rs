@@ -73,6 +73,7 @@
 
 mod builder;
 mod events;
+mod follow;
 mod node;
 mod reads;
 mod store;
@@ -93,6 +94,7 @@ pub use views::{ChildrenCache, NodeCache};
 
 use builder::Options;
 use events::Filter;
+pub(crate) use follow::Following;
 use store::Store;
 use task::Source;
 

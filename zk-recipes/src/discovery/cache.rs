@@ -4,10 +4,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tracing::warn;
-use zk_client::SessionManager;
+use zk_client::{Observable, SessionManager, Transitions};
 
 use super::instance::ServiceInstance;
-use crate::cache::{CacheEvents, ChildData, ChildrenCache};
+use crate::cache::{ChildData, ChildrenCache, Following};
 use crate::error::{Error, Result};
 
 /// A service's instances, kept up to date with a watch on `<base>/<name>` (Curator's
@@ -18,13 +18,22 @@ use crate::error::{Error, Result};
 pub struct ServiceCache {
     cache: ChildrenCache,
     path: String,
+    instances: Following<Instances>,
 }
 
 impl ServiceCache {
     pub(crate) fn start(manager: &SessionManager, path: String) -> Result<ServiceCache> {
+        let cache = ChildrenCache::new_managed(manager, &path)?;
+        let service = path.clone();
+        let instances = Following::start(
+            cache.clone(),
+            move |children| Instances::Current(parse(&service, children)),
+            Instances::Ended,
+        );
         Ok(ServiceCache {
-            cache: ChildrenCache::new_managed(manager, &path)?,
+            cache,
             path,
+            instances,
         })
     }
 
@@ -71,39 +80,31 @@ impl ServiceCache {
             .map_err(|_| Error::Timeout)?
     }
 
-    /// Follows the cache: each change of the instances.
-    pub fn changes(&self) -> InstanceChanges {
-        InstanceChanges {
-            cache: self.cache.clone(),
-            events: self.cache.events(),
-            path: self.path.clone(),
-        }
+    /// Follows the cached instances (ordered by node name) with [`Transitions`], the type
+    /// that follows a session's state, a lock's state and leadership too. It ends with
+    /// [`Instances::Ended`] once the cache is dropped or its session manager ended.
+    pub fn changes(&self) -> Transitions<Instances> {
+        self.instances.subscribe()
     }
 }
 
-/// Follows a [`ServiceCache`].
-#[derive(Debug)]
-pub struct InstanceChanges {
-    cache: ChildrenCache,
-    events: CacheEvents,
-    path: String,
+/// A service's instances as [`ServiceCache::changes`] follows them.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Instances {
+    /// The cached instances, ordered by node name.
+    Current(Vec<ServiceInstance>),
+    /// The cache was dropped or its session manager ended: no change follows.
+    Ended,
 }
 
-impl InstanceChanges {
-    /// Waits for the next change and returns the instances.
-    ///
-    /// # Errors
-    ///
-    /// `Closed` once the cache was dropped or its session manager ended.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe.
-    pub async fn changed(&mut self) -> Result<Vec<ServiceInstance>> {
-        match self.events.next().await {
-            Some(_) => Ok(parse(&self.path, self.cache.children())),
-            None => Err(Error::Client(zk_client::Error::Closed)),
-        }
+impl Observable for Instances {
+    fn is_final(&self) -> bool {
+        *self == Instances::Ended
+    }
+
+    fn when_gone(_last: &Self) -> Self {
+        Instances::Ended
     }
 }
 

@@ -9,9 +9,8 @@ use std::time::Duration;
 
 use integration_tests::{chroot, expire_session, standalone, Proxy, ZkTarget};
 use members_common::{eventually, within};
-use tokio::sync::broadcast;
 use zk_client::{Client, CreateMode, CreateOptions, SessionManager, SessionState};
-use zk_recipes::node::{NodeEvent, NodeOptions, PersistentNode};
+use zk_recipes::node::{NodeEvent, NodeEvents, NodeOptions, PersistentNode};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -42,8 +41,8 @@ async fn expire(server: &integration_tests::Server, m: &SessionManager) -> Clien
 }
 
 /// The next event, within the bound.
-async fn next_event(events: &mut broadcast::Receiver<NodeEvent>) -> NodeEvent {
-    within("node event", events.recv()).await.expect("event")
+async fn next_event(events: &mut NodeEvents) -> NodeEvent {
+    within("node event", events.next()).await.expect("event")
 }
 
 #[tokio::test]

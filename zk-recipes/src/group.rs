@@ -9,7 +9,7 @@ use zk_client::{Observable, SessionManager, Transitions};
 use crate::cache::{ChildData, ChildrenCache, Following};
 use crate::error::{Error, Result};
 use crate::node::kernel::{check_base, child_path, local_address};
-use crate::node::{NodeEvent, NodeOptions, PersistentNode};
+use crate::node::{NodeEvents, NodeOptions, PersistentNode};
 
 /// A member of a group, in Curator's `GroupMember` layout: an EPHEMERAL node
 /// `<membership path>/<member id>` holding the member's payload (Curator's default payload is
@@ -160,8 +160,8 @@ impl GroupMember {
         self.members.subscribe()
     }
 
-    /// Our member node's events (see [`NodeEvent`]).
-    pub fn node_events(&self) -> tokio::sync::broadcast::Receiver<NodeEvent> {
+    /// Our member node's events (see [`NodeEvent`](crate::node::NodeEvent)).
+    pub fn node_events(&self) -> NodeEvents {
         self.node.events()
     }
 

@@ -9,6 +9,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use zk_client::{Acl, CreateMode, SessionManager};
 
+use super::events::NodeEvents;
 use super::kernel::check_base;
 use super::run;
 use crate::error::{Error, Result};
@@ -104,6 +105,10 @@ pub enum NodeEvent {
         /// The data now in the node.
         data: Bytes,
     },
+    /// This consumer fell behind and `n` events were dropped for it (as
+    /// [`CacheEvent::Lagged`](crate::cache::CacheEvent::Lagged)); read
+    /// [`PersistentNode::path`] and [`PersistentNode::data`] for the current state.
+    Lagged(u64),
 }
 
 /// What the node's task publishes.
@@ -260,10 +265,10 @@ impl PersistentNode {
         self.shared.data()
     }
 
-    /// Follows what happens to the node, from now on. A receiver that falls more than 256
-    /// events behind gets `Lagged` and skips ahead.
-    pub fn events(&self) -> broadcast::Receiver<NodeEvent> {
-        self.shared.events.subscribe()
+    /// Follows what happens to the node, from now on. A consumer that falls more than 256
+    /// events behind gets [`NodeEvent::Lagged`] and skips ahead.
+    pub fn events(&self) -> NodeEvents {
+        NodeEvents::new(self.shared.events.subscribe())
     }
 
     /// Waits until the node is present and returns its path (at once if it is).

@@ -19,6 +19,9 @@
 //!
 //! # Faults and guarantees
 //!
+//! [`Cache::states`] follows the cache's [`CacheState`] with [`zk_client::Transitions`] (as a
+//! session's state, a lock's state and leadership are followed).
+//!
 //! * **While disconnected** ([`CacheState::Disconnected`]) the snapshot stays readable but is
 //!   stale: it is the state as of the disconnection, and no events are sent. Nothing is
 //!   cleared.

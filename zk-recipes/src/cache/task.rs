@@ -141,6 +141,7 @@ async fn session(shared: &Shared, client: Client, cancel: &CancellationToken) ->
         walk_pending: 0,
         walk_failed: false,
         retry_at: None,
+        failed_passes: 0,
     };
     sync.start_pass();
     sync.follow(watcher, states).await
@@ -159,6 +160,8 @@ struct Sync<'a> {
     walk_failed: bool,
     /// When to start another pass (a read failed while connected).
     retry_at: Option<Instant>,
+    /// Passes failed in a row (bounded by [`turns`], then the cache gives up).
+    failed_passes: usize,
 }
 
 impl Sync<'_> {
@@ -203,6 +206,9 @@ impl Sync<'_> {
             }
             if self.walking && self.walk_pending == 0 {
                 self.finish_pass();
+                if self.failed_passes >= turns().end {
+                    return End::GaveUp;
+                }
             }
         }
     }
@@ -243,9 +249,11 @@ impl Sync<'_> {
         if self.walk_failed {
             // Some node could not be read: what is gone is unknown. Try again soon (a
             // disconnection starts a pass itself on reconnect).
+            self.failed_passes += 1;
             self.retry_at = Some(Instant::now() + RETRY_FIRST);
             return;
         }
+        self.failed_passes = 0;
         let pass = self.pass;
         self.shared.apply(|store, events| store.sweep(pass, events));
         self.shared.pass_completed();

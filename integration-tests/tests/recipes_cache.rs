@@ -134,6 +134,9 @@ async fn load_then_events_match_the_server_with_one_server_watch() {
         .unwrap_err();
     create(&writer, "/app/marker", "1").await;
     wait_marker(&cache, "/app/marker", b"1", LIMIT).await;
+    // The snapshot is updated before its event is sent: wait for the recorder to have it.
+    rec.wait_for(from, LIMIT, |e| e.path() == Some("/app/marker"))
+        .await;
     let batch = rec.since(from);
     let names: Vec<String> = batch
         .iter()

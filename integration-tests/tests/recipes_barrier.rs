@@ -22,18 +22,19 @@ async fn a_barrier_set_by_either_library_holds_the_others_waiters() {
 
     // Java closes, Rust waits.
     assert_eq!(java.ask("set /b/gate").await, "SET");
-    assert!(!barrier
-        .wait_on_barrier(Some(Duration::from_millis(300)))
+    assert!(barrier
+        .wait_on_barrier_timeout(Duration::from_millis(300))
         .await
-        .unwrap());
+        .unwrap_err()
+        .is_timeout());
     let waiter = {
         let b = barrier.clone();
-        tokio::spawn(async move { b.wait_on_barrier(None).await })
+        tokio::spawn(async move { b.wait_on_barrier().await })
     };
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!waiter.is_finished());
     assert_eq!(java.ask("remove /b/gate").await, "REMOVED");
-    assert!(within("rust waiter", waiter).await.unwrap().unwrap());
+    within("rust waiter", waiter).await.unwrap().unwrap();
 
     // Rust closes, Java waits.
     barrier.set_barrier().await.unwrap();
@@ -61,7 +62,7 @@ async fn java_and_rust_members_enter_and_leave_a_double_barrier_together() {
             let member =
                 std::sync::Arc::new(DistributedDoubleBarrier::new(client, PATH, 3).unwrap());
             let m = member.clone();
-            members.push((member, tokio::spawn(async move { m.enter(None).await })));
+            members.push((member, tokio::spawn(async move { m.enter().await })));
         }
         common::wait_children(&admin, PATH, 2, Duration::from_secs(30)).await;
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -78,7 +79,7 @@ async fn java_and_rust_members_enter_and_leave_a_double_barrier_together() {
         );
         let mut entered = Vec::new();
         for (member, entering) in members {
-            assert!(within("rust enter", entering).await.unwrap().unwrap());
+            within("rust enter", entering).await.unwrap().unwrap();
             entered.push(member);
         }
         // All three in (plus `ready`).
@@ -88,11 +89,11 @@ async fn java_and_rust_members_enter_and_leave_a_double_barrier_together() {
         java.send(&format!("leave {PATH} 30000")).await;
         let mut leaving = Vec::new();
         for member in entered {
-            leaving.push(tokio::spawn(async move { member.leave(None).await }));
+            leaving.push(tokio::spawn(async move { member.leave().await }));
         }
         assert_eq!(java.line().await, "LEFT true", "round {round}");
         for l in leaving {
-            assert!(within("rust leave", l).await.unwrap().unwrap());
+            within("rust leave", l).await.unwrap().unwrap();
         }
         assert!(
             common::wait_children(&admin, PATH, 0, Duration::from_secs(30))
@@ -109,16 +110,19 @@ async fn a_timed_out_enter_leaves_no_node_behind() {
     let hosts = common::shared_root("barrier_timeout").await;
     let client = common::connect(&hosts).await;
     let member = DistributedDoubleBarrier::new(client.clone(), "/b/t", 2).unwrap();
-    assert!(!member
-        .enter(Some(Duration::from_millis(300)))
+    assert!(member
+        .enter_timeout(Duration::from_millis(300))
         .await
-        .unwrap());
+        .unwrap_err()
+        .is_timeout());
     // Curator leaves its node here, and a later entrant would pass alone (CURATOR-80).
     assert!(common::children(&client, "/b/t").await.is_empty());
     let a = DistributedDoubleBarrier::new(common::connect(&hosts).await, "/b/t", 2).unwrap();
     let b = DistributedDoubleBarrier::new(common::connect(&hosts).await, "/b/t", 2).unwrap();
-    let (ra, rb) = tokio::join!(a.enter(None), b.enter(None));
-    assert!(ra.unwrap() && rb.unwrap());
-    let (la, lb) = tokio::join!(a.leave(None), b.leave(None));
-    assert!(la.unwrap() && lb.unwrap());
+    let (ra, rb) = tokio::join!(a.enter(), b.enter());
+    ra.unwrap();
+    rb.unwrap();
+    let (la, lb) = tokio::join!(a.leave(), b.leave());
+    la.unwrap();
+    lb.unwrap();
 }

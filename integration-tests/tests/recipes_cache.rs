@@ -134,6 +134,9 @@ async fn load_then_events_match_the_server_with_one_server_watch() {
         .unwrap_err();
     create(&writer, "/app/marker", "1").await;
     wait_marker(&cache, "/app/marker", b"1", LIMIT).await;
+    // The snapshot is updated before its event is sent: wait for the recorder to have it.
+    rec.wait_for(from, LIMIT, |e| e.path() == Some("/app/marker"))
+        .await;
     let batch = rec.since(from);
     let names: Vec<String> = batch
         .iter()
@@ -389,6 +392,10 @@ async fn reconnect_resyncs_and_reports_exactly_the_differences() {
         .unwrap()
         .unwrap();
 
+    // Every transition of the cache's state, followed as a session's state is.
+    let mut states = cache.states();
+    assert_eq!(states.current(), CacheState::Synced);
+
     // Cut the connection and keep it down while the writer changes the subtree.
     proxy.set_mode(Mode::Refuse);
     proxy.cut(Cut::Reset);
@@ -407,6 +414,22 @@ async fn reconnect_resyncs_and_reports_exactly_the_differences() {
     proxy.set_mode(Mode::Pass);
     wait_marker(&cache, "/app/marker", b"1", LIMIT).await;
     assert_eq!(reader.session_id(), session, "same session");
+    tokio::time::timeout(LIMIT, cache.synced())
+        .await
+        .unwrap()
+        .unwrap();
+    let mut seen = Vec::new();
+    while states.last() != CacheState::Synced || seen.is_empty() {
+        seen.push(tokio::time::timeout(LIMIT, states.changed()).await.unwrap());
+    }
+    assert_eq!(
+        seen,
+        [
+            CacheState::Disconnected,
+            CacheState::Resyncing,
+            CacheState::Synced
+        ]
+    );
 
     assert_eq!(describe(&rec.since(from)), expected_differences());
     assert_eq!(

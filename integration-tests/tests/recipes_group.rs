@@ -12,7 +12,7 @@ use bytes::Bytes;
 use integration_tests::{chroot, expire_session, standalone, ZkTarget};
 use members_common::{eventually, within, JavaPeer};
 use zk_client::{Client, SessionManager, SessionState};
-use zk_recipes::group::GroupMember;
+use zk_recipes::group::{GroupMember, Members};
 
 const WAIT: Duration = Duration::from_secs(30);
 const GROUP: &str = "/groups/g";
@@ -66,14 +66,17 @@ async fn rust_and_curator_members_list_each_other_with_payloads() {
     let rust1 = GroupMember::start(&m1, GROUP, "rust-1", Some(b"r1"))
         .await
         .unwrap();
-    assert_eq!(rust1.joined(WAIT).await.unwrap(), format!("{GROUP}/rust-1"));
+    assert_eq!(
+        rust1.joined_timeout(WAIT).await.unwrap(),
+        format!("{GROUP}/rust-1")
+    );
     let mut java =
         JavaPeer::start("CuratorGroup.java", &[&hosts, GROUP, "java-1", "j1"], false).await;
     let m2 = manager(&hosts).await;
     let rust2 = GroupMember::start(&m2, GROUP, "rust-2", Some(b"r2"))
         .await
         .unwrap();
-    rust2.joined(WAIT).await.unwrap();
+    rust2.joined_timeout(WAIT).await.unwrap();
 
     let all = "java-1=j1,rust-1=r1,rust-2=r2";
     java_members(&mut java, all).await;
@@ -125,7 +128,7 @@ async fn rust_and_curator_members_list_each_other_with_payloads() {
     assert!(
         within("watcher ends", async {
             loop {
-                if changes.changed().await.is_err() {
+                if changes.changed().await == Members::Ended {
                     return true;
                 }
             }
@@ -142,7 +145,7 @@ async fn the_default_payload_is_curators_local_address_text() {
     let hosts = common::shared_root("group_default").await;
     let m = manager(&hosts).await;
     let member = GroupMember::start(&m, GROUP, "me", None).await.unwrap();
-    member.joined(WAIT).await.unwrap();
+    member.joined_timeout(WAIT).await.unwrap();
     let payload = member.current_members().remove("me").unwrap();
     let text = std::str::from_utf8(&payload).expect("text");
     assert!(

@@ -36,7 +36,10 @@ async fn members_rejoin_on_new_sessions_once_the_quorum_is_back() {
         let member = GroupMember::start(&manager, GROUP, &format!("m-{i}"), Some(b"p"))
             .await
             .unwrap();
-        member.joined(Duration::from_secs(30)).await.unwrap();
+        member
+            .joined_timeout(Duration::from_secs(30))
+            .await
+            .unwrap();
         members.push((manager, member));
     }
     let admin = common::connect(&hosts).await;

@@ -9,9 +9,8 @@ use std::time::Duration;
 
 use integration_tests::{chroot, expire_session, standalone, Proxy, ZkTarget};
 use members_common::{eventually, within};
-use tokio::sync::broadcast;
 use zk_client::{Client, CreateMode, CreateOptions, SessionManager, SessionState};
-use zk_recipes::node::{NodeEvent, NodeOptions, PersistentNode};
+use zk_recipes::node::{NodeEvent, NodeEvents, NodeOptions, PersistentNode};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -46,8 +45,8 @@ async fn expire(server: &integration_tests::Server, m: &SessionManager) -> Clien
 }
 
 /// The next event, within the bound.
-async fn next_event(events: &mut broadcast::Receiver<NodeEvent>) -> NodeEvent {
-    within("node event", events.recv()).await.expect("event")
+async fn next_event(events: &mut NodeEvents) -> NodeEvent {
+    within("node event", events.next()).await.expect("event")
 }
 
 #[tokio::test]
@@ -59,7 +58,7 @@ async fn ephemeral_node_comes_back_after_deletion_and_expiry_with_its_latest_dat
     let m = manager(&hosts).await;
     let node = PersistentNode::start(&m, "/reg/me", b"v1", NodeOptions::ephemeral()).unwrap();
     let mut events = node.events();
-    let path = node.initial_create(WAIT).await.unwrap();
+    let path = node.initial_create_timeout(WAIT).await.unwrap();
     assert_eq!(path, "/reg/me");
     assert_eq!(
         next_event(&mut events).await,
@@ -133,7 +132,7 @@ async fn a_node_of_our_name_held_by_another_session_is_replaced_not_adopted() {
         .unwrap();
     let m = manager(&hosts).await;
     let node = PersistentNode::start(&m, "/reg/me", b"fresh", NodeOptions::ephemeral()).unwrap();
-    node.initial_create(WAIT).await.unwrap();
+    node.initial_create_timeout(WAIT).await.unwrap();
     let (data, stat) = admin.get_data("/reg/me").await.unwrap();
     assert_eq!(
         stat.ephemeral_owner,
@@ -180,7 +179,7 @@ async fn a_lost_create_reply_never_makes_two_nodes() {
         for round in 0..3 {
             proxy.drop_next_create_reply();
             let node = PersistentNode::start(&m, "/reg/n-", b"x", options.clone()).unwrap();
-            let path = node.initial_create(WAIT).await.unwrap();
+            let path = node.initial_create_timeout(WAIT).await.unwrap();
             assert!(
                 proxy
                     .wait_create_reply_dropped(Duration::from_secs(5))
@@ -221,7 +220,7 @@ async fn a_sequential_node_keeps_its_name_when_re_created() {
     let m = manager(&hosts).await;
     let options = NodeOptions::new(CreateMode::EphemeralSequential).protected(true);
     let node = PersistentNode::start(&m, "/q/item-", b"d", options).unwrap();
-    let path = node.initial_create(WAIT).await.unwrap();
+    let path = node.initial_create_timeout(WAIT).await.unwrap();
     admin.delete(&path, None).await.unwrap();
     eventually("re-created at the same name", WAIT, || async {
         admin.exists(&path).await.unwrap().map(|_| ())
@@ -256,7 +255,7 @@ async fn a_ttl_node_is_touched_before_its_ttl_passes() {
     let m = manager(&hosts).await;
     let ttl = Duration::from_millis(600);
     let node = PersistentNode::start(&m, "/ttl/n", b"t", NodeOptions::ttl(ttl)).unwrap();
-    node.initial_create(WAIT).await.unwrap();
+    node.initial_create_timeout(WAIT).await.unwrap();
     let (_, first) = admin.get_data("/ttl/n").await.unwrap();
     // Touched every ttl/2: mtime keeps moving, never older than the TTL.
     let mut touches = 0;
@@ -284,7 +283,7 @@ async fn set_data_before_the_first_create_is_kept_for_it() {
     let node = PersistentNode::start(&m, "/e/n", b"first", NodeOptions::persistent()).unwrap();
     // Curator throws here (CURATOR-485); we keep it.
     node.set_data(b"second").await.unwrap();
-    node.initial_create(WAIT).await.unwrap();
+    node.initial_create_timeout(WAIT).await.unwrap();
     eventually("latest data", WAIT, || async {
         (admin.get_data("/e/n").await.unwrap().0.as_ref() == b"second").then_some(())
     })
@@ -301,7 +300,7 @@ async fn someone_elses_edit_is_kept_and_reported_until_the_next_re_create() {
     let m = manager(&hosts).await;
     let node = PersistentNode::start(&m, "/x/n", b"ours", NodeOptions::ephemeral()).unwrap();
     let mut events = node.events();
-    node.initial_create(WAIT).await.unwrap();
+    node.initial_create_timeout(WAIT).await.unwrap();
     assert!(matches!(
         next_event(&mut events).await,
         NodeEvent::Created { .. }
@@ -353,7 +352,7 @@ async fn a_ttl_node_in_curators_layout_is_touched_at_once_and_left_to_the_server
 
     let ttl = Duration::from_millis(600);
     let node = PersistentTtlNode::start(&m, "/ttl/fast", b"x", ttl).unwrap();
-    node.node().initial_create(WAIT).await.unwrap();
+    node.node().initial_create_timeout(WAIT).await.unwrap();
     let first = eventually("touched", WAIT, || async {
         admin.exists("/ttl/fast/touch").await.unwrap()
     })

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use members_common::{eventually, within, JavaPeer};
 use zk_recipes::shared::{
-    AtomicRetry, DistributedAtomicLong, PromotedToLock, SharedCount, SharedValue,
+    AtomicRetry, DistributedAtomicLong, PromotedToLock, SharedCount, SharedState, SharedValue,
 };
 
 const JAVA: &str = "CuratorShared.java";
@@ -149,9 +149,10 @@ async fn shared_count_java_and_rust_compare_and_set_one_count_and_see_each_other
     assert_eq!(java.ask("count-set /shared/count 41").await, "SET");
     let seen = within("java's write seen", async {
         loop {
-            let v = changes.changed().await.expect("follows");
-            if v.value == 41 {
-                return v;
+            match changes.changed().await {
+                SharedState::Current(v) if v.value == 41 => return v,
+                SharedState::Current(_) => {}
+                other => panic!("{other:?}"),
             }
         }
     })
@@ -213,7 +214,9 @@ async fn shared_value_is_followed_through_delete_and_recreate() {
     // A stale compare-and-set is refused without a write; a fresh one applies.
     let stale = value.value();
     admin.set_data("/v/config", b"two", None).await.unwrap();
-    let seen = within("change", changes.changed()).await.unwrap();
+    let SharedState::Current(seen) = within("change", changes.changed()).await else {
+        panic!("ended");
+    };
     assert_eq!(seen.value.as_ref(), b"two");
     assert!(!value.try_set_value(&stale, b"lost").await.unwrap());
     let fresh = value.value();
@@ -261,7 +264,7 @@ async fn shared_value_changes_end_with_the_session() {
     let mut changes = value.changes();
     client.close().await.unwrap();
     let end = within("end", changes.changed()).await;
-    assert!(end.is_err(), "changes end when the session does: {end:?}");
+    assert_eq!(end, SharedState::Ended, "changes end when the session does");
     assert!(value.set_value(b"b").await.is_err());
 }
 
@@ -379,9 +382,10 @@ async fn a_managed_shared_count_goes_on_after_an_expiry() {
         .unwrap();
     let seen = within("change after the expiry", async {
         loop {
-            let v = changes.changed().await.expect("still following");
-            if v.value == 5 {
-                return v;
+            match changes.changed().await {
+                SharedState::Current(v) if v.value == 5 => return v,
+                SharedState::Current(_) => {}
+                other => panic!("still following: {other:?}"),
             }
         }
     })

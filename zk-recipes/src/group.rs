@@ -4,13 +4,12 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::sync::watch;
-use zk_client::SessionManager;
+use zk_client::{Observable, SessionManager, Transitions};
 
+use crate::cache::{ChildData, ChildrenCache, Following};
 use crate::error::{Error, Result};
-use crate::node::children::{child_path, ChildrenCache, Snapshot};
-use crate::node::kernel::{check_base, local_address};
-use crate::node::{NodeEvent, NodeOptions, PersistentNode};
+use crate::node::kernel::{check_base, child_path, local_address};
+use crate::node::{NodeEvents, NodeOptions, PersistentNode};
 
 /// A member of a group, in Curator's `GroupMember` layout: an EPHEMERAL node
 /// `<membership path>/<member id>` holding the member's payload (Curator's default payload is
@@ -25,7 +24,7 @@ use crate::node::{NodeEvent, NodeOptions, PersistentNode};
 /// ```no_run
 /// # async fn f() -> Result<(), Box<dyn std::error::Error>> {
 /// use zk_client::{Client, SessionManager};
-/// use zk_recipes::group::GroupMember;
+/// use zk_recipes::group::{GroupMember, Members};
 ///
 /// let manager = SessionManager::connect(Client::builder("127.0.0.1:2181")).await?;
 /// let member = GroupMember::start(&manager, "/groups/workers", "worker-1", Some(b"10.0.0.7")).await?;
@@ -34,7 +33,7 @@ use crate::node::{NodeEvent, NodeOptions, PersistentNode};
 ///     for (id, payload) in member.current_members() {
 ///         println!("{id}: {}", String::from_utf8_lossy(&payload));
 ///     }
-///     if changes.changed().await.is_err() {
+///     if changes.changed().await == Members::Ended {
 ///         break;
 ///     }
 /// }
@@ -47,6 +46,7 @@ pub struct GroupMember {
     path: String,
     node: PersistentNode,
     cache: ChildrenCache,
+    members: Following<Members>,
 }
 
 impl GroupMember {
@@ -86,12 +86,18 @@ impl GroupMember {
             &payload,
             NodeOptions::ephemeral(),
         )?;
-        let cache = ChildrenCache::start(manager.watch(), path.clone());
+        let cache = ChildrenCache::new_managed(manager, &path)?;
+        let members = Following::start(
+            cache.clone(),
+            |children| Members::Current(members_of(children)),
+            Members::Ended,
+        );
         Ok(GroupMember {
             id: id.to_owned(),
             path,
             node,
             cache,
+            members,
         })
     }
 
@@ -114,15 +120,27 @@ impl GroupMember {
     /// # Cancel safety
     ///
     /// Cancel safe.
-    pub async fn joined(&self, timeout: Duration) -> Result<String> {
-        self.node.initial_create(timeout).await
+    pub async fn joined(&self) -> Result<String> {
+        self.node.initial_create().await
+    }
+
+    /// [`joined`](Self::joined) within `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// As [`PersistentNode::initial_create_timeout`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub async fn joined_timeout(&self, timeout: Duration) -> Result<String> {
+        self.node.initial_create_timeout(timeout).await
     }
 
     /// Every member's id and payload, from the cache, with our own id and payload added
     /// while the cache has not seen our node yet (as Curator's `getCurrentMembers`).
     pub fn current_members(&self) -> BTreeMap<String, Bytes> {
-        let snapshot = self.cache.current();
-        let mut members = (*snapshot.children).clone();
+        let mut members = members_of(self.cache.children());
         members
             .entry(self.id.clone())
             .or_insert_with(|| self.node.data());
@@ -131,20 +149,19 @@ impl GroupMember {
 
     /// Whether the cache has read the group once.
     pub fn is_loaded(&self) -> bool {
-        self.cache.current().loaded
+        self.cache.cache().is_initialized()
     }
 
-    /// Signals each change of the cached members (read them with
-    /// [`current_members`](Self::current_members)). `changed()` fails once the member is
-    /// closed or its session manager ended.
-    pub fn watch_members(&self) -> MembersWatcher {
-        MembersWatcher {
-            rx: self.cache.subscribe(),
-        }
+    /// Follows the cached members (ids and payloads; our own id is not added here) with
+    /// [`Transitions`], the type that follows a session's state, a lock's state and
+    /// leadership too. It ends with [`Members::Ended`] once the member is closed or its
+    /// session manager ended.
+    pub fn watch_members(&self) -> Transitions<Members> {
+        self.members.subscribe()
     }
 
-    /// Our member node's events (see [`NodeEvent`]).
-    pub fn node_events(&self) -> tokio::sync::broadcast::Receiver<NodeEvent> {
+    /// Our member node's events (see [`NodeEvent`](crate::node::NodeEvent)).
+    pub fn node_events(&self) -> NodeEvents {
         self.node.events()
     }
 
@@ -172,35 +189,36 @@ impl GroupMember {
     ///
     /// As [`PersistentNode::close`].
     pub async fn close(self) -> Result<()> {
-        drop(self.cache);
+        drop(self.members);
+        self.cache.close().await;
         self.node.close().await
     }
 }
 
-/// Signals changes of a group's members.
-#[derive(Debug)]
-pub struct MembersWatcher {
-    rx: watch::Receiver<Snapshot>,
+/// A group's members as [`GroupMember::watch_members`] follows them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Members {
+    /// The cached members: id → payload.
+    Current(BTreeMap<String, Bytes>),
+    /// The member was closed or its session manager ended: no change follows.
+    Ended,
 }
 
-impl MembersWatcher {
-    /// Waits for the next change of the cached members and returns them (ids and payloads;
-    /// our own id is not added here).
-    ///
-    /// # Errors
-    ///
-    /// `Closed` once the member was closed or its session manager ended.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe.
-    pub async fn changed(&mut self) -> Result<BTreeMap<String, Bytes>> {
-        let closed = || Error::Client(zk_client::Error::Closed);
-        self.rx.changed().await.map_err(|_| closed())?;
-        let snapshot = self.rx.borrow_and_update().clone();
-        if snapshot.ended {
-            return Err(closed());
-        }
-        Ok((*snapshot.children).clone())
+impl Observable for Members {
+    fn is_final(&self) -> bool {
+        *self == Members::Ended
     }
+
+    fn when_gone(_last: &Self) -> Self {
+        Members::Ended
+    }
+}
+
+/// Ids and payloads of cached member nodes (the membership cache keeps every node's data).
+fn members_of(children: Vec<ChildData>) -> BTreeMap<String, Bytes> {
+    children
+        .into_iter()
+        .map(|c| (c.name().to_owned(), c.data.unwrap_or_default()))
+        .collect()
 }

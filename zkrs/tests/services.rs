@@ -24,7 +24,10 @@ async fn services_and_members_show_registrations_with_their_owners() {
     let member = GroupMember::start(&manager, "/groups/g", "m1", Some(b"eu-1"))
         .await
         .unwrap();
-    member.joined(Duration::from_secs(30)).await.unwrap();
+    member
+        .joined_timeout(Duration::from_secs(30))
+        .await
+        .unwrap();
 
     let text = ok(&hosts, &["services"]).await;
     assert_eq!(

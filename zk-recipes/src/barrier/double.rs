@@ -7,9 +7,9 @@ use zk_client::{Client, CreateMode, CreateOptions};
 
 use super::bounded;
 use crate::error::{Error, Result};
-use crate::node::children::child_path;
 use crate::node::kernel::{
-    check_base, delete_guaranteed, local_address, retry_after, retrying, session_error, turns,
+    check_base, child_path, delete_guaranteed, gave_up, local_address, retry_after, retrying,
+    session_error, turns,
 };
 
 /// Name of the node that says "everyone is in".
@@ -29,9 +29,9 @@ const READY: &str = "ready";
 /// # async fn f(client: zk_client::Client) -> zk_recipes::Result<()> {
 /// use zk_recipes::barrier::DistributedDoubleBarrier;
 /// let barrier = DistributedDoubleBarrier::new(client, "/barriers/job", 3)?;
-/// barrier.enter(None).await?;
+/// barrier.enter().await?;
 /// // ... compute together ...
-/// barrier.leave(None).await?;
+/// barrier.leave().await?;
 /// # Ok(()) }
 /// ```
 #[derive(Debug)]
@@ -72,39 +72,57 @@ impl DistributedDoubleBarrier {
         &self.ours
     }
 
-    /// Enters: `Ok(true)` once `member_qty` members are in, `Ok(false)` if `timeout` passed
-    /// first (our node is then removed).
+    /// Enters: returns once `member_qty` members are in.
     ///
     /// # Errors
     ///
-    /// `NodeExists` if this member already entered; `NoAuth` and the session's end (our node
-    /// is removed). Connection losses are waited out.
+    /// `NodeExists` if this member already entered; `NoAuth` and the session's end;
+    /// [`Error::GaveUp`] after the crate's bound on turns. Our node is removed on any error.
+    /// Connection losses are waited out.
     ///
     /// # Cancel safety
     ///
     /// Dropping the future may leave our node until [`leave`](Self::leave) or the session's
     /// end.
-    pub async fn enter(&self, timeout: Option<Duration>) -> Result<bool> {
+    pub async fn enter(&self) -> Result<()> {
+        self.enter_within(None).await
+    }
+
+    /// [`enter`](Self::enter) within `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Timeout`] when fewer than `member_qty` members are in after `timeout` (our
+    /// node is then removed); otherwise as [`enter`](Self::enter).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`enter`](Self::enter).
+    pub async fn enter_timeout(&self, timeout: Duration) -> Result<()> {
+        self.enter_within(Some(timeout)).await
+    }
+
+    async fn enter_within(&self, timeout: Option<Duration>) -> Result<()> {
         let entered = bounded(timeout, self.enter_inner()).await;
-        if !matches!(entered, Ok(true)) {
+        if entered.is_err() {
             // Never leave a node behind that later entrants would count (CURATOR-80).
             let _ = delete_guaranteed(&self.client, &self.ours).await;
         }
         entered
     }
 
-    async fn enter_inner(&self) -> Result<bool> {
+    async fn enter_inner(&self) -> Result<()> {
         let client = &self.client;
         let (ready, watcher) = retrying(client, || client.exists_watch(&self.ready)).await?;
         self.create_ours().await?;
         if ready.is_some() {
-            return Ok(true);
+            return Ok(());
         }
         let mut watcher = Some(watcher);
         for _ in turns() {
             let children = retrying(client, || client.get_children(&self.path)).await?;
             if children.iter().any(|c| c == READY) {
-                return Ok(true);
+                return Ok(());
             }
             if children.len() >= self.member_qty {
                 match client
@@ -115,7 +133,7 @@ impl DistributedDoubleBarrier {
                     )
                     .await
                 {
-                    Ok(_) | Err(zk_client::Error::NodeExists) => return Ok(true),
+                    Ok(_) | Err(zk_client::Error::NodeExists) => return Ok(()),
                     Err(e) => {
                         retry_after(client, e).await?;
                         continue;
@@ -125,7 +143,7 @@ impl DistributedDoubleBarrier {
             let w = match watcher.take() {
                 Some(w) => w,
                 None => match retrying(client, || client.exists_watch(&self.ready)).await? {
-                    (Some(_), _) => return Ok(true),
+                    (Some(_), _) => return Ok(()),
                     (None, w) => w,
                 },
             };
@@ -137,7 +155,7 @@ impl DistributedDoubleBarrier {
                 }
             }
         }
-        Ok(false)
+        Err(gave_up())
     }
 
     /// Creates our member node; a lost reply is recovered by looking at the node's owner.
@@ -165,20 +183,38 @@ impl DistributedDoubleBarrier {
                 Err(e) => retry_after(client, e).await?,
             }
         }
-        Err(crate::node::kernel::gave_up())
+        Err(gave_up())
     }
 
-    /// Leaves: `Ok(true)` once every member left, `Ok(false)` if `timeout` passed first (our
-    /// node is removed either way).
+    /// Leaves: returns once every member left (our node is removed in any case).
     ///
     /// # Errors
     ///
-    /// `NoAuth` and the session's end. Connection losses are waited out.
+    /// `NoAuth` and the session's end; [`Error::GaveUp`] after the crate's bound on turns.
+    /// Connection losses are waited out.
     ///
     /// # Cancel safety
     ///
     /// Dropping the future may leave our node until the session's end.
-    pub async fn leave(&self, timeout: Option<Duration>) -> Result<bool> {
+    pub async fn leave(&self) -> Result<()> {
+        self.leave_within(None).await
+    }
+
+    /// [`leave`](Self::leave) within `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Timeout`] when other members are still in after `timeout` (our node is
+    /// removed); otherwise as [`leave`](Self::leave).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`leave`](Self::leave).
+    pub async fn leave_timeout(&self, timeout: Duration) -> Result<()> {
+        self.leave_within(Some(timeout)).await
+    }
+
+    async fn leave_within(&self, timeout: Option<Duration>) -> Result<()> {
         let left = bounded(timeout, self.leave_inner()).await;
         let _ = delete_guaranteed(&self.client, &self.ours).await;
         // As Curator: whoever finishes (or gives up) removes `ready`.
@@ -186,7 +222,7 @@ impl DistributedDoubleBarrier {
         left
     }
 
-    async fn leave_inner(&self) -> Result<bool> {
+    async fn leave_inner(&self) -> Result<()> {
         let client = &self.client;
         let ours = crate::node::kernel::name_of(&self.ours).to_owned();
         let mut deleted = false;
@@ -199,7 +235,7 @@ impl DistributedDoubleBarrier {
             children.retain(|c| c != READY);
             children.sort();
             let Some(lowest) = children.first().cloned() else {
-                return Ok(true);
+                return Ok(());
             };
             let present = children.contains(&ours);
             if !present && !deleted {
@@ -210,7 +246,7 @@ impl DistributedDoubleBarrier {
                 if present {
                     delete_guaranteed(client, &self.ours).await?;
                 }
-                return Ok(true);
+                return Ok(());
             }
             let watch = if present && lowest == ours {
                 // Lowest: wait for the highest to go.
@@ -231,6 +267,6 @@ impl DistributedDoubleBarrier {
                 }
             }
         }
-        Ok(false)
+        Err(gave_up())
     }
 }

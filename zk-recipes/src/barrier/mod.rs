@@ -15,15 +15,15 @@ pub use single::DistributedBarrier;
 use std::future::Future;
 use std::time::Duration;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
-/// Runs `fut` within `timeout`: `Ok(false)` when it did not finish in time.
-async fn bounded(
-    timeout: Option<Duration>,
-    fut: impl Future<Output = Result<bool>>,
-) -> Result<bool> {
+/// Runs `fut` within `timeout` (none: no limit): [`Error::Timeout`] when it did not finish
+/// in time.
+async fn bounded(timeout: Option<Duration>, fut: impl Future<Output = Result<()>>) -> Result<()> {
     match timeout {
         None => fut.await,
-        Some(t) => tokio::time::timeout(t, fut).await.unwrap_or(Ok(false)),
+        Some(t) => tokio::time::timeout(t, fut)
+            .await
+            .map_err(|_| Error::Timeout)?,
     }
 }

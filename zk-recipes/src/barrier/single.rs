@@ -7,7 +7,7 @@ use zk_client::{Client, CreateMode};
 use super::bounded;
 use crate::error::Result;
 use crate::node::kernel::{
-    check_base, create_if_absent, delete_guaranteed, local_address, retry_after, turns,
+    check_base, create_if_absent, delete_guaranteed, gave_up, local_address, retry_after, turns,
 };
 
 /// A barrier in Curator's `DistributedBarrier` layout: closed while a PERSISTENT node exists
@@ -20,7 +20,7 @@ use crate::node::kernel::{
 /// let barrier = DistributedBarrier::new(client, "/barriers/deploy")?;
 /// barrier.set_barrier().await?;
 /// // ... elsewhere: workers wait until it is removed
-/// let opened = barrier.wait_on_barrier(Some(Duration::from_secs(30))).await?;
+/// barrier.wait_on_barrier_timeout(Duration::from_secs(30)).await?; // Err(Timeout) if still closed
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
@@ -72,28 +72,46 @@ impl DistributedBarrier {
         delete_guaranteed(&self.client, &self.path).await
     }
 
-    /// Waits until the barrier is open: `Ok(true)` once it is, `Ok(false)` if `timeout`
-    /// passed first. Connection losses are waited out.
+    /// Waits until the barrier is open. Connection losses are waited out.
     ///
     /// # Errors
     ///
-    /// `NoAuth` and the session's end.
+    /// `NoAuth` and the session's end; [`Error::GaveUp`](crate::Error::GaveUp) after the
+    /// crate's bound on turns.
     ///
     /// # Cancel safety
     ///
     /// Cancel safe (the watch it leaves is dropped with it).
-    pub async fn wait_on_barrier(&self, timeout: Option<Duration>) -> Result<bool> {
+    pub async fn wait_on_barrier(&self) -> Result<()> {
+        self.wait(None).await
+    }
+
+    /// [`wait_on_barrier`](Self::wait_on_barrier) within `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Timeout`](crate::Error::Timeout) when the barrier is still closed after
+    /// `timeout`; otherwise as [`wait_on_barrier`](Self::wait_on_barrier).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub async fn wait_on_barrier_timeout(&self, timeout: Duration) -> Result<()> {
+        self.wait(Some(timeout)).await
+    }
+
+    async fn wait(&self, timeout: Option<Duration>) -> Result<()> {
         bounded(timeout, async {
             for _ in turns() {
                 match self.client.exists_watch(&self.path).await {
-                    Ok((None, _)) => return Ok(true),
+                    Ok((None, _)) => return Ok(()),
                     // Any event (or the watch ending with the session, which the next
                     // request reports): look again.
                     Ok((Some(_), watcher)) => drop(watcher.await),
                     Err(e) => retry_after(&self.client, e).await?,
                 }
             }
-            Ok(false)
+            Err(gave_up())
         })
         .await
     }

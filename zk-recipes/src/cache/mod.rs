@@ -19,6 +19,9 @@
 //!
 //! # Faults and guarantees
 //!
+//! [`Cache::states`] follows the cache's [`CacheState`] with [`zk_client::Transitions`] (as a
+//! session's state, a lock's state and leadership are followed).
+//!
 //! * **While disconnected** ([`CacheState::Disconnected`]) the snapshot stays readable but is
 //!   stale: it is the state as of the disconnection, and no events are sent. Nothing is
 //!   cleared.
@@ -73,17 +76,19 @@
 
 mod builder;
 mod events;
+mod follow;
 mod node;
 mod reads;
 mod store;
 mod task;
 mod views;
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use tokio::sync::{broadcast, watch};
+use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
+use zk_client::{Observable, Publisher, Transitions};
 
 pub use builder::{CacheBuilder, DEFAULT_READ_WINDOW};
 pub use events::{CacheEvents, DEFAULT_EVENT_BUFFER};
@@ -92,6 +97,7 @@ pub use views::{ChildrenCache, NodeCache};
 
 use builder::Options;
 use events::Filter;
+pub(crate) use follow::Following;
 use store::Store;
 use task::Source;
 
@@ -111,10 +117,15 @@ pub enum CacheState {
     Ended,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Status {
-    state: CacheState,
-    initialized: bool,
+/// Followed with [`Cache::states`]: `Ended` is final.
+impl Observable for CacheState {
+    fn is_final(&self) -> bool {
+        *self == CacheState::Ended
+    }
+
+    fn when_gone(_last: &Self) -> Self {
+        CacheState::Ended
+    }
 }
 
 /// The snapshot and its event sender.
@@ -129,7 +140,9 @@ pub(crate) struct Shared {
     /// The snapshot, and the sender of its events (dropped when the cache ends, which ends
     /// every stream), under one lock.
     store: RwLock<Guarded>,
-    status: watch::Sender<Status>,
+    states: Publisher<CacheState>,
+    /// The first load completed (set before `Synced` is first published).
+    initialized: AtomicBool,
     pass: AtomicU32,
 }
 
@@ -188,10 +201,10 @@ impl Shared {
     }
 
     fn set_state(&self, state: CacheState) {
-        self.status.send_if_modified(|s| {
-            let changed = s.state != state && s.state != CacheState::Ended;
+        self.states.publish_if(|s| {
+            let changed = *s != state && *s != CacheState::Ended;
             if changed {
-                s.state = state;
+                *s = state;
             }
             changed
         });
@@ -199,16 +212,16 @@ impl Shared {
 
     /// A pass completed: the snapshot equals the server's subtree as of now.
     fn pass_completed(&self) {
-        let first = !self.status.borrow().initialized;
+        let first = !self.is_initialized();
         if first {
             self.apply(|_, _| vec![CacheEvent::Initialized]);
         }
-        self.status.send_modify(|s| {
-            s.initialized = true;
-            if s.state != CacheState::Ended {
-                s.state = CacheState::Synced;
-            }
-        });
+        self.initialized.store(true, Ordering::Release);
+        self.set_state(CacheState::Synced);
+    }
+
+    fn is_initialized(&self) -> bool {
+        self.initialized.load(Ordering::Acquire)
     }
 
     fn subscribe(&self, filter: Filter) -> CacheEvents {
@@ -275,17 +288,14 @@ impl Cache {
 
     fn start(opts: Options, source: Source) -> (Cache, CacheEvents) {
         let (events, rx) = broadcast::channel(opts.event_buffer);
-        let (status, _) = watch::channel(Status {
-            state: CacheState::Loading,
-            initialized: false,
-        });
         let shared = Arc::new(Shared {
             store: RwLock::new(Guarded {
                 store: Store::new(&opts.path),
                 events: Some(events),
             }),
             opts,
-            status,
+            states: Publisher::new(CacheState::Loading),
+            initialized: AtomicBool::new(false),
             pass: AtomicU32::new(0),
         });
         let cancel = CancellationToken::new();
@@ -345,12 +355,33 @@ impl Cache {
 
     /// Where the cache stands (loaded, disconnected, resyncing...).
     pub fn state(&self) -> CacheState {
-        self.shared.status.borrow().state
+        self.shared.states.current()
+    }
+
+    /// Follows the cache's state: every transition from now on ([`Transitions`], the type
+    /// that follows a session's state, a lock's state and leadership too). It ends with
+    /// [`CacheState::Ended`].
+    ///
+    /// ```no_run
+    /// # async fn f(cache: zk_recipes::cache::Cache) {
+    /// use zk_recipes::cache::CacheState;
+    /// let mut states = cache.states();
+    /// loop {
+    ///     match states.changed().await {
+    ///         CacheState::Disconnected => println!("stale until reconnected"),
+    ///         CacheState::Ended => break,
+    ///         _ => {}
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    pub fn states(&self) -> Transitions<CacheState> {
+        self.shared.states.subscribe()
     }
 
     /// Whether the first load completed.
     pub fn is_initialized(&self) -> bool {
-        self.shared.status.borrow().initialized
+        self.shared.is_initialized()
     }
 
     /// Waits until the first load completed (at once if it has).
@@ -364,7 +395,8 @@ impl Cache {
     ///
     /// Cancel safe: it only watches the cache's state.
     pub async fn initialized(&self) -> crate::Result<()> {
-        self.wait(|s| s.initialized).await
+        let shared = &self.shared;
+        self.wait(|_| shared.is_initialized()).await
     }
 
     /// Waits until the cache is [`CacheState::Synced`]: loaded, and (after a fault) resynced.
@@ -377,17 +409,13 @@ impl Cache {
     ///
     /// Cancel safe.
     pub async fn synced(&self) -> crate::Result<()> {
-        self.wait(|s| s.state == CacheState::Synced).await
+        self.wait(|s| s == CacheState::Synced).await
     }
 
-    async fn wait(&self, done: impl Fn(&Status) -> bool) -> crate::Result<()> {
-        let mut rx = self.shared.status.subscribe();
-        let status = rx
-            .wait_for(|s| done(s) || s.state == CacheState::Ended)
-            .await
-            .map(|s| *s)
-            .map_err(|_| zk_client::Error::Closed)?;
-        if done(&status) {
+    async fn wait(&self, done: impl Fn(CacheState) -> bool) -> crate::Result<()> {
+        let mut states = self.states();
+        let state = states.wait_for(&done).await;
+        if done(state) {
             Ok(())
         } else {
             Err(zk_client::Error::Closed.into())

@@ -21,6 +21,7 @@ use zk_client::{
 use super::reads::{Kind, Op, Reads, Reply};
 use super::store::join;
 use super::{CacheState, Shared};
+use crate::retry::{gave_up, turns};
 
 /// Where the sessions come from.
 pub(crate) enum Source {
@@ -36,6 +37,8 @@ enum End {
     Cancelled,
     /// The session is over.
     Session(SessionState),
+    /// Retries ran out ([`crate::retry::turns`]): the cache ends.
+    GaveUp,
 }
 
 /// Pause after a failed `addWatch` or a failed pass before trying again (first, max).
@@ -47,21 +50,34 @@ pub(crate) async fn run(shared: Arc<Shared>, source: Source, cancel: Cancellatio
         Source::Client(c) => (c, None),
         Source::Manager(w) => (w.current().client.clone(), Some(w)),
     };
-    loop {
+    // One turn per session, or per watch removed under us; running out ends the cache.
+    let mut out_of_turns = true;
+    for _ in turns() {
         let end = tokio::select! {
             _ = cancel.cancelled() => End::Cancelled,
             end = session(&shared, client.clone(), &cancel) => end,
         };
-        let End::Session(state) = end else { break };
+        let state = match end {
+            End::Session(state) => state,
+            End::GaveUp => break,
+            End::Cancelled => {
+                out_of_turns = false;
+                break;
+            }
+        };
         shared.set_state(CacheState::Disconnected);
         if !state.is_terminal() {
             // The watch was removed under us (`remove_watches` by someone else): set it again.
             tokio::select! {
-                _ = cancel.cancelled() => break,
+                _ = cancel.cancelled() => {
+                    out_of_turns = false;
+                    break;
+                }
                 _ = tokio::time::sleep(RETRY_FIRST) => continue,
             }
         }
         debug!(?state, path = %shared.opts.path, "cache: session ended");
+        out_of_turns = false;
         let Some(w) = generations.as_mut() else {
             break;
         };
@@ -75,6 +91,10 @@ pub(crate) async fn run(shared: Arc<Shared>, source: Source, cancel: Cancellatio
                 Err(_) => break,
             },
         }
+        out_of_turns = true;
+    }
+    if out_of_turns {
+        warn!(error = %gave_up(), path = %shared.opts.path, "cache: retries ran out; the cache ends");
     }
     shared.end();
 }
@@ -88,13 +108,17 @@ async fn session(shared: &Shared, client: Client, cancel: &CancellationToken) ->
     } else {
         AddWatchMode::PersistentRecursive
     };
-    let watcher = loop {
+    let mut watcher = None;
+    for _ in turns() {
         let state = states.wait_for(SessionState::is_connected).await;
         if state.is_terminal() {
             return End::Session(state);
         }
         match client.add_watch(&shared.opts.path, mode).await {
-            Ok(w) => break w,
+            Ok(w) => {
+                watcher = Some(w);
+                break;
+            }
             Err(e) if e.is_terminal() => return End::Session(client.state()),
             Err(e) => {
                 warn!(error = %e, path = %shared.opts.path, "cache: addWatch failed; retrying");
@@ -105,6 +129,9 @@ async fn session(shared: &Shared, client: Client, cancel: &CancellationToken) ->
                 pause = (pause * 2).min(RETRY_MAX);
             }
         }
+    }
+    let Some(watcher) = watcher else {
+        return End::GaveUp;
     };
     let mut sync = Sync {
         shared,
@@ -114,6 +141,7 @@ async fn session(shared: &Shared, client: Client, cancel: &CancellationToken) ->
         walk_pending: 0,
         walk_failed: false,
         retry_at: None,
+        failed_passes: 0,
     };
     sync.start_pass();
     sync.follow(watcher, states).await
@@ -132,6 +160,8 @@ struct Sync<'a> {
     walk_failed: bool,
     /// When to start another pass (a read failed while connected).
     retry_at: Option<Instant>,
+    /// Passes failed in a row (bounded by [`turns`], then the cache gives up).
+    failed_passes: usize,
 }
 
 impl Sync<'_> {
@@ -176,6 +206,9 @@ impl Sync<'_> {
             }
             if self.walking && self.walk_pending == 0 {
                 self.finish_pass();
+                if self.failed_passes >= turns().end {
+                    return End::GaveUp;
+                }
             }
         }
     }
@@ -191,7 +224,7 @@ impl Sync<'_> {
         self.walk_pending = 0;
         self.retry_at = None;
         self.reads.forget_walks_except(self.pass);
-        let initialized = self.shared.status.borrow().initialized;
+        let initialized = self.shared.is_initialized();
         self.shared.set_state(if initialized {
             CacheState::Resyncing
         } else {
@@ -216,9 +249,11 @@ impl Sync<'_> {
         if self.walk_failed {
             // Some node could not be read: what is gone is unknown. Try again soon (a
             // disconnection starts a pass itself on reconnect).
+            self.failed_passes += 1;
             self.retry_at = Some(Instant::now() + RETRY_FIRST);
             return;
         }
+        self.failed_passes = 0;
         let pass = self.pass;
         self.shared.apply(|store, events| store.sweep(pass, events));
         self.shared.pass_completed();

@@ -1,7 +1,7 @@
 //! Views for the common cases: [`NodeCache`] (one node) and [`ChildrenCache`] (the direct
 //! children of a node). Both are a [`Cache`] with a depth limit.
 
-use zk_client::{Client, SessionManager};
+use zk_client::{Client, SessionManager, Transitions};
 
 use super::events::Filter;
 use super::{Cache, CacheEvents, CacheState, ChildData};
@@ -68,6 +68,11 @@ impl NodeCache {
     /// Where the view stands with its server.
     pub fn state(&self) -> CacheState {
         self.cache.state()
+    }
+
+    /// Follows the view's state. See [`Cache::states`].
+    pub fn states(&self) -> Transitions<CacheState> {
+        self.cache.states()
     }
 
     /// The underlying cache.
@@ -166,6 +171,11 @@ impl ChildrenCache {
     /// Where the view stands with its server.
     pub fn state(&self) -> CacheState {
         self.cache.state()
+    }
+
+    /// Follows the view's state. See [`Cache::states`].
+    pub fn states(&self) -> Transitions<CacheState> {
+        self.cache.states()
     }
 
     /// The underlying cache.

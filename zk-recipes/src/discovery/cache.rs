@@ -3,13 +3,12 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tokio::sync::watch;
 use tracing::warn;
-use zk_client::SessionManager;
+use zk_client::{Observable, SessionManager, Transitions};
 
 use super::instance::ServiceInstance;
+use crate::cache::{ChildData, ChildrenCache, Following};
 use crate::error::{Error, Result};
-use crate::node::children::{ChildrenCache, Snapshot};
 
 /// A service's instances, kept up to date with a watch on `<base>/<name>` (Curator's
 /// `ServiceCache`): instances join, change and leave the cache as their nodes do, across
@@ -19,14 +18,23 @@ use crate::node::children::{ChildrenCache, Snapshot};
 pub struct ServiceCache {
     cache: ChildrenCache,
     path: String,
+    instances: Following<Instances>,
 }
 
 impl ServiceCache {
-    pub(crate) fn start(manager: &SessionManager, path: String) -> ServiceCache {
-        ServiceCache {
-            cache: ChildrenCache::start(manager.watch(), path.clone()),
+    pub(crate) fn start(manager: &SessionManager, path: String) -> Result<ServiceCache> {
+        let cache = ChildrenCache::new_managed(manager, &path)?;
+        let service = path.clone();
+        let instances = Following::start(
+            cache.clone(),
+            move |children| Instances::Current(parse(&service, children)),
+            Instances::Ended,
+        );
+        Ok(ServiceCache {
+            cache,
             path,
-        }
+            instances,
+        })
     }
 
     /// The service's path.
@@ -36,81 +44,81 @@ impl ServiceCache {
 
     /// The cached instances, ordered by node name.
     pub fn instances(&self) -> Vec<ServiceInstance> {
-        parse(&self.path, &self.cache.current())
+        parse(&self.path, self.cache.children())
     }
 
     /// Whether the cache has read the service once.
     pub fn is_loaded(&self) -> bool {
-        self.cache.current().loaded
+        self.cache.cache().is_initialized()
     }
 
     /// Waits until the cache has read the service once.
     ///
     /// # Errors
     ///
-    /// [`Error::Timeout`] after `timeout`; `Closed` when the session manager ended.
-    pub async fn wait_loaded(&self, timeout: Duration) -> Result<()> {
-        let mut rx = self.cache.subscribe();
-        let loaded = tokio::time::timeout(timeout, async {
-            rx.wait_for(|s| s.loaded || s.ended)
-                .await
-                .map(|s| s.loaded)
-                .unwrap_or(false)
-        })
-        .await;
-        match loaded {
-            Err(_) => Err(Error::Timeout),
-            Ok(true) => Ok(()),
-            Ok(false) => Err(Error::Client(zk_client::Error::Closed)),
-        }
-    }
-
-    /// Follows the cache: each change of the instances.
-    pub fn changes(&self) -> InstanceChanges {
-        InstanceChanges {
-            rx: self.cache.subscribe(),
-            path: self.path.clone(),
-        }
-    }
-}
-
-/// Follows a [`ServiceCache`].
-#[derive(Debug)]
-pub struct InstanceChanges {
-    rx: watch::Receiver<Snapshot>,
-    path: String,
-}
-
-impl InstanceChanges {
-    /// Waits for the next change and returns the instances.
-    ///
-    /// # Errors
-    ///
-    /// `Closed` once the cache was dropped or its session manager ended.
+    /// `Closed` when the session manager ended first.
     ///
     /// # Cancel safety
     ///
     /// Cancel safe.
-    pub async fn changed(&mut self) -> Result<Vec<ServiceInstance>> {
-        let closed = || Error::Client(zk_client::Error::Closed);
-        self.rx.changed().await.map_err(|_| closed())?;
-        let snapshot = self.rx.borrow_and_update().clone();
-        if snapshot.ended {
-            return Err(closed());
-        }
-        Ok(parse(&self.path, &snapshot))
+    pub async fn wait_loaded(&self) -> Result<()> {
+        self.cache.initialized().await
+    }
+
+    /// [`wait_loaded`](Self::wait_loaded) within `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Timeout`] after `timeout`; otherwise as [`wait_loaded`](Self::wait_loaded).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub async fn wait_loaded_timeout(&self, timeout: Duration) -> Result<()> {
+        tokio::time::timeout(timeout, self.cache.initialized())
+            .await
+            .map_err(|_| Error::Timeout)?
+    }
+
+    /// Follows the cached instances (ordered by node name) with [`Transitions`], the type
+    /// that follows a session's state, a lock's state and leadership too. It ends with
+    /// [`Instances::Ended`] once the cache is dropped or its session manager ended.
+    pub fn changes(&self) -> Transitions<Instances> {
+        self.instances.subscribe()
     }
 }
 
-fn parse(path: &str, snapshot: &Snapshot) -> Vec<ServiceInstance> {
-    snapshot
-        .children
+/// A service's instances as [`ServiceCache::changes`] follows them.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Instances {
+    /// The cached instances, ordered by node name.
+    Current(Vec<ServiceInstance>),
+    /// The cache was dropped or its session manager ended: no change follows.
+    Ended,
+}
+
+impl Observable for Instances {
+    fn is_final(&self) -> bool {
+        *self == Instances::Ended
+    }
+
+    fn when_gone(_last: &Self) -> Self {
+        Instances::Ended
+    }
+}
+
+fn parse(path: &str, children: Vec<ChildData>) -> Vec<ServiceInstance> {
+    children
         .iter()
-        .filter_map(|(name, data)| match ServiceInstance::from_json(data) {
-            Ok(instance) => Some(instance),
-            Err(e) => {
-                warn!(%path, %name, error = %e, "not a service instance; skipped");
-                None
+        .filter_map(|child| {
+            match ServiceInstance::from_json(child.data.as_deref().unwrap_or_default()) {
+                Ok(instance) => Some(instance),
+                Err(e) => {
+                    let name = child.name();
+                    warn!(%path, %name, error = %e, "not a service instance; skipped");
+                    None
+                }
             }
         })
         .collect()

@@ -15,7 +15,7 @@ mod cache;
 mod instance;
 mod registry;
 
-pub use cache::{InstanceChanges, ProviderStrategy, ServiceCache, ServiceProvider};
+pub use cache::{Instances, ProviderStrategy, ServiceCache, ServiceProvider};
 pub use instance::{ServiceInstance, ServiceType, UriPart, UriSpec};
 pub use registry::ServiceDiscovery;
 /// The JSON crate of [`ServiceInstance::payload`], re-exported so callers need not depend on

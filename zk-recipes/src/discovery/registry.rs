@@ -10,7 +10,7 @@ use zk_client::{Client, CreateMode, CreateOptions, SessionManager};
 use super::cache::{ProviderStrategy, ServiceCache, ServiceProvider};
 use super::instance::{ServiceInstance, ServiceType};
 use crate::error::{Error, Result};
-use crate::node::children::child_path;
+use crate::node::kernel::child_path;
 use crate::node::kernel::{check_base, delete_guaranteed, retry_after, retrying, turns};
 use crate::node::{NodeOptions, PersistentNode};
 
@@ -48,7 +48,7 @@ enum Registration {
 /// let me = ServiceInstance::new("orders", "10.0.0.7", 8080);
 /// discovery.register(&me).await?;
 ///
-/// let provider = discovery.provider("payments", ProviderStrategy::RoundRobin);
+/// let provider = discovery.provider("payments", ProviderStrategy::RoundRobin)?;
 /// if let Some(payments) = provider.instance() {
 ///     println!("calling {}:{:?}", payments.address.unwrap_or_default(), payments.port);
 /// }
@@ -123,7 +123,7 @@ impl ServiceDiscovery {
                 let node = PersistentNode::start(&self.manager, &path, json.as_bytes(), options)?;
                 // A registration that cannot be kept (NoAuth, say) is not remembered; its
                 // handle is dropped, which removes anything it made.
-                node.initial_create(REGISTER_WAIT).await?;
+                node.initial_create_timeout(REGISTER_WAIT).await?;
                 registered.insert(key, Registration::Dynamic(node));
                 Ok(())
             }
@@ -227,14 +227,22 @@ impl ServiceDiscovery {
     }
 
     /// A cache of `name`'s instances that follows every change (Curator's `ServiceCache`).
-    pub fn service_cache(&self, name: &str) -> ServiceCache {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) when `name` makes a malformed path.
+    pub fn service_cache(&self, name: &str) -> Result<ServiceCache> {
         ServiceCache::start(&self.manager, self.service_path(name))
     }
 
     /// A provider of `name`'s instances over a [`ServiceCache`] (Curator's
     /// `ServiceProvider`).
-    pub fn provider(&self, name: &str, strategy: ProviderStrategy) -> ServiceProvider {
-        ServiceProvider::new(self.service_cache(name), strategy)
+    ///
+    /// # Errors
+    ///
+    /// As [`service_cache`](Self::service_cache).
+    pub fn provider(&self, name: &str, strategy: ProviderStrategy) -> Result<ServiceProvider> {
+        Ok(ServiceProvider::new(self.service_cache(name)?, strategy))
     }
 
     /// Unregisters every dynamic instance registered here. STATIC and PERMANENT ones stay

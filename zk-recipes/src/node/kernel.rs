@@ -128,3 +128,12 @@ pub(crate) fn parent_of(path: &str) -> &str {
 pub(crate) fn name_of(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
+
+/// `parent/name`, for the root too.
+pub(crate) fn child_path(parent: &str, name: &str) -> String {
+    if parent == "/" {
+        format!("/{name}")
+    } else {
+        format!("{parent}/{name}")
+    }
+}

@@ -2,11 +2,12 @@
 //! `PersistentEphemeralNode`), kept present across deletions, connection losses and new
 //! sessions of a [`SessionManager`](zk_client::SessionManager).
 
-pub(crate) mod children;
+mod events;
 pub(crate) mod kernel;
 mod persistent;
 mod run;
 mod ttl;
 
+pub use events::NodeEvents;
 pub use persistent::{NodeEvent, NodeOptions, PersistentNode};
 pub use ttl::{PersistentTtlNode, DEFAULT_TOUCH_NAME};

@@ -9,6 +9,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use zk_client::{Acl, CreateMode, SessionManager};
 
+use super::events::NodeEvents;
 use super::kernel::check_base;
 use super::run;
 use crate::error::{Error, Result};
@@ -104,6 +105,10 @@ pub enum NodeEvent {
         /// The data now in the node.
         data: Bytes,
     },
+    /// This consumer fell behind and `n` events were dropped for it (as
+    /// [`CacheEvent::Lagged`](crate::cache::CacheEvent::Lagged)); read
+    /// [`PersistentNode::path`] and [`PersistentNode::data`] for the current state.
+    Lagged(u64),
 }
 
 /// What the node's task publishes.
@@ -177,7 +182,7 @@ const EVENT_BUFFER: usize = 256;
 ///
 /// let manager = SessionManager::connect(Client::builder("127.0.0.1:2181")).await?;
 /// let node = PersistentNode::start(&manager, "/workers/w1", b"10.0.0.7:8080", NodeOptions::ephemeral())?;
-/// let path = node.initial_create(Duration::from_secs(10)).await?;
+/// let path = node.initial_create_timeout(Duration::from_secs(10)).await?;
 /// node.set_data(b"10.0.0.7:8081").await?;
 /// node.close().await?;
 /// # Ok(()) }
@@ -255,35 +260,51 @@ impl PersistentNode {
         self.shared.data()
     }
 
-    /// Follows what happens to the node, from now on. A receiver that falls more than 256
-    /// events behind gets `Lagged` and skips ahead.
-    pub fn events(&self) -> broadcast::Receiver<NodeEvent> {
-        self.shared.events.subscribe()
+    /// Follows what happens to the node, from now on. A consumer that falls more than 256
+    /// events behind gets [`NodeEvent::Lagged`] and skips ahead.
+    pub fn events(&self) -> NodeEvents {
+        NodeEvents::new(self.shared.events.subscribe())
     }
 
     /// Waits until the node is present and returns its path (at once if it is).
     ///
     /// # Errors
     ///
-    /// [`Error::Timeout`] when it is not within `timeout`; the reason the node stopped for
-    /// good (`NoAuth`, the manager's end, `Closed`).
+    /// The reason the node stopped for good (`NoAuth`, the manager's end, `Closed`).
     ///
     /// # Cancel safety
     ///
     /// Cancel safe.
-    pub async fn initial_create(&self, timeout: Duration) -> Result<String> {
+    pub async fn initial_create(&self) -> Result<String> {
         let mut status = self.shared.status.subscribe();
-        let wait = status.wait_for(|s| s.path.is_some() || s.ended.is_some());
-        let seen = match tokio::time::timeout(timeout, wait).await {
-            Err(_) => return Err(Error::Timeout),
-            Ok(Err(_)) => return Err(Error::Client(zk_client::Error::Closed)),
-            Ok(Ok(seen)) => seen.clone(),
+        let seen = match status
+            .wait_for(|s| s.path.is_some() || s.ended.is_some())
+            .await
+        {
+            Err(_) => return Err(Error::Client(zk_client::Error::Closed)),
+            Ok(seen) => seen.clone(),
         };
         match (seen.path, seen.ended) {
             (Some(path), _) => Ok(path),
             (None, Some(e)) => Err(e),
             (None, None) => Err(Error::Client(zk_client::Error::Closed)),
         }
+    }
+
+    /// [`initial_create`](Self::initial_create) within `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Timeout`] when the node is not present within `timeout`; otherwise as
+    /// [`initial_create`](Self::initial_create).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub async fn initial_create_timeout(&self, timeout: Duration) -> Result<String> {
+        tokio::time::timeout(timeout, self.initial_create())
+            .await
+            .map_err(|_| Error::Timeout)?
     }
 
     /// Replaces the node's data: written now if the node is present, and used by every later

@@ -6,7 +6,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::debug;
 use zk_client::{CreateMode, CreateOptions, SessionManager};
 
-use super::children::child_path;
+use super::kernel::child_path;
 use super::kernel::local_address;
 use super::{NodeOptions, PersistentNode};
 use crate::error::{Error, Result};

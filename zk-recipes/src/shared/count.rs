@@ -1,10 +1,12 @@
 //! [`SharedCount`]: a [`SharedValue`] holding a 4-byte big-endian `i32` (Curator's
 //! `SharedCount`).
 
-use bytes::Bytes;
-use zk_client::Client;
+use std::sync::Arc;
 
-use super::value::{SharedValue, ValueChanges, Versioned};
+use bytes::Bytes;
+use zk_client::{Client, Observable, Publisher, Transitions};
+
+use super::value::{SharedState, SharedValue, Versioned};
 use crate::error::Result;
 use crate::node::kernel::corrupted;
 
@@ -53,6 +55,7 @@ fn decode_versioned(v: Versioned<Bytes>) -> Result<Versioned<i32>> {
 #[derive(Debug, Clone)]
 pub struct SharedCount {
     value: SharedValue,
+    counts: Arc<Publisher<SharedState<i32>>>,
 }
 
 impl SharedCount {
@@ -67,7 +70,7 @@ impl SharedCount {
     /// As [`SharedValue::start`].
     pub async fn start(client: &Client, path: &str, seed: i32) -> Result<SharedCount> {
         let value = SharedValue::start(client, path, &encode_i32(seed)).await?;
-        Ok(SharedCount { value })
+        Ok(SharedCount::following(value))
     }
 
     /// As [`start`](Self::start), on `manager`'s sessions (see
@@ -86,7 +89,26 @@ impl SharedCount {
         seed: i32,
     ) -> Result<SharedCount> {
         let value = SharedValue::start_managed(manager, path, &encode_i32(seed)).await?;
-        Ok(SharedCount { value })
+        Ok(SharedCount::following(value))
+    }
+
+    /// Publishes the value's changes decoded; must be called within a tokio runtime.
+    fn following(value: SharedValue) -> SharedCount {
+        let mut values = value.changes();
+        let counts = Arc::new(Publisher::new(count_of(values.current())));
+        let publisher = counts.clone();
+        // Ends with the value's transitions (their final `Ended`).
+        tokio::spawn(async move {
+            loop {
+                let next = values.changed().await;
+                let done = next.is_final();
+                publisher.publish(count_of(next));
+                if done {
+                    break;
+                }
+            }
+        });
+        SharedCount { value, counts }
     }
 
     /// The node's path.
@@ -112,11 +134,10 @@ impl SharedCount {
         decode_versioned(self.value.value())
     }
 
-    /// Follows the count.
-    pub fn changes(&self) -> CountChanges {
-        CountChanges {
-            inner: self.value.changes(),
-        }
+    /// Follows the count (see [`SharedValue::changes`]); a value that is not a count is
+    /// [`SharedState::Invalid`].
+    pub fn changes(&self) -> Transitions<SharedState<i32>> {
+        self.counts.subscribe()
     }
 
     /// Writes `count` whatever the node holds.
@@ -152,25 +173,18 @@ impl SharedCount {
     }
 }
 
-/// Follows a [`SharedCount`].
-#[derive(Debug)]
-pub struct CountChanges {
-    inner: ValueChanges,
-}
-
-impl CountChanges {
-    /// Waits for a newer count and returns it (see [`ValueChanges::changed`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`ValueChanges::changed`], and `Server(DataInconsistency)` for a value of fewer
-    /// than 4 bytes (following goes on).
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe.
-    pub async fn changed(&mut self) -> Result<Versioned<i32>> {
-        decode_versioned(self.inner.changed().await?)
+/// A value's state as a count's.
+fn count_of(value: SharedState<Bytes>) -> SharedState<i32> {
+    match value {
+        SharedState::Current(v) => {
+            let version = v.version;
+            match decode_versioned(v) {
+                Ok(count) => SharedState::Current(count),
+                Err(_) => SharedState::Invalid { version },
+            }
+        }
+        SharedState::Invalid { version } => SharedState::Invalid { version },
+        SharedState::Ended => SharedState::Ended,
     }
 }
 

@@ -16,5 +16,5 @@ mod count;
 mod value;
 
 pub use atomic::{AtomicRetry, AtomicStats, AtomicValue, DistributedAtomicLong, PromotedToLock};
-pub use count::{CountChanges, SharedCount};
-pub use value::{SharedValue, ValueChanges, Versioned};
+pub use count::SharedCount;
+pub use value::{SharedState, SharedValue, Versioned};

@@ -7,12 +7,13 @@ use bytes::Bytes;
 use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::debug;
-use zk_client::{Client, CreateMode, Generations, SessionManager, Stat, Watcher};
+use zk_client::{
+    Client, CreateMode, Generations, Observable, Publisher, SessionManager, Stat, Transitions,
+    Watcher,
+};
 
 use crate::error::{Error, Result};
-use crate::node::kernel::{
-    check_base, create_if_absent, retry_after, retrying, session_error, turns,
-};
+use crate::node::kernel::{check_base, create_if_absent, retry_after, retrying, turns};
 
 /// A value together with the version of the node it was read from (the `version` a
 /// compare-and-set must match).
@@ -22,6 +23,35 @@ pub struct Versioned<T> {
     pub version: i32,
     /// The value.
     pub value: T,
+}
+
+/// A [`SharedValue`] or [`SharedCount`](super::SharedCount) as its `changes()` follows it
+/// (with [`Transitions`], the type that follows a session's state, a lock's state and
+/// leadership too).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SharedState<T> {
+    /// The value now, with the version it was read at.
+    Current(Versioned<T>),
+    /// [`SharedCount`](super::SharedCount) only: the node holds fewer than 4 bytes, not a
+    /// count (at this version). Following goes on.
+    Invalid {
+        /// The node's data version.
+        version: i32,
+    },
+    /// The value stopped following its node (its session ended, or every handle was
+    /// dropped): no change follows, and writes report why.
+    Ended,
+}
+
+impl<T: Clone + PartialEq + Send + Sync + 'static> Observable for SharedState<T> {
+    fn is_final(&self) -> bool {
+        matches!(self, SharedState::Ended)
+    }
+
+    fn when_gone(_last: &Self) -> Self {
+        SharedState::Ended
+    }
 }
 
 /// What the cache holds: the value, its version, and the zxid of the change that wrote it
@@ -64,6 +94,8 @@ struct Inner {
     source: Source,
     path: String,
     cache: watch::Sender<Snapshot>,
+    /// Each newer value, then `Ended`.
+    published: Publisher<SharedState<Bytes>>,
     /// Cancelled when the follower stops (session ended, or every handle dropped).
     ended: CancellationToken,
 }
@@ -82,6 +114,9 @@ impl Inner {
     fn offer(&self, snap: Snapshot) {
         self.cache.send_if_modified(|cached| {
             if snap.mzxid > cached.mzxid {
+                // Under the cache's lock: published in the order the cache takes them.
+                self.published
+                    .publish(SharedState::Current(snap.versioned()));
                 *cached = snap;
                 true
             } else {
@@ -174,11 +209,13 @@ impl SharedValue {
         };
         create_if_absent(&client, &path, seed, CreateMode::Persistent).await?;
         let (snap, watch) = read_watch(&client, &path).await?;
+        let published = Publisher::new(SharedState::Current(snap.versioned()));
         let (cache, _) = watch::channel(snap);
         let inner = Arc::new(Inner {
             source,
             path,
             cache,
+            published,
             ended: CancellationToken::new(),
         });
         let stop = CancellationToken::new();
@@ -199,13 +236,12 @@ impl SharedValue {
         self.inner.cache.borrow().versioned()
     }
 
-    /// Follows the value: each change (by anyone, ours included) once it is read back.
-    pub fn changes(&self) -> ValueChanges {
-        ValueChanges {
-            rx: self.inner.cache.subscribe(),
-            client: self.inner.client(),
-            ended: self.inner.ended.clone(),
-        }
+    /// Follows the value: each change (by anyone, ours included) once it is read back, as
+    /// [`Transitions`]; it ends with [`SharedState::Ended`] when the value stops following
+    /// the node (its session ended, or every handle was dropped). A follower that falls more
+    /// than [`zk_client::HISTORY`] changes behind skips to the newest value.
+    pub fn changes(&self) -> Transitions<SharedState<Bytes>> {
+        self.inner.published.subscribe()
     }
 
     /// Writes `value` whatever the node holds (`setData` at any version).
@@ -273,41 +309,6 @@ impl SharedValue {
     }
 }
 
-/// Follows a [`SharedValue`] (or the bytes of a [`SharedCount`](super::SharedCount)).
-#[derive(Debug)]
-pub struct ValueChanges {
-    rx: watch::Receiver<Snapshot>,
-    client: Client,
-    ended: CancellationToken,
-}
-
-impl ValueChanges {
-    /// Waits for a value newer than the last one this returned (or than the value when
-    /// [`SharedValue::changes`] was called), and returns it. Values that change faster than
-    /// they are read are coalesced: the newest is returned.
-    ///
-    /// # Errors
-    ///
-    /// The client's terminal error (`SessionExpired`, `Closed`, ...) once the value stopped
-    /// following the node, or `Closed` when every handle of the value was dropped.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe.
-    pub async fn changed(&mut self) -> Result<Versioned<Bytes>> {
-        let changed = tokio::select! {
-            biased;
-            changed = self.rx.changed() => changed.is_ok(),
-            _ = self.ended.cancelled() => false,
-        };
-        if changed {
-            Ok(self.rx.borrow_and_update().versioned())
-        } else {
-            Err(session_error(&self.client))
-        }
-    }
-}
-
 /// Reads the node with a data watch; a missing node is reported as `NoNode`.
 async fn read_watch(client: &Client, path: &str) -> Result<(Snapshot, Watcher)> {
     let (data, stat, watch) = retrying(client, || client.get_data_watch(path)).await?;
@@ -325,6 +326,7 @@ async fn follow(
 ) {
     let _ended = inner.ended.clone().drop_guard();
     follow_until(&inner, client, clients, watch, &stop).await;
+    inner.published.publish(SharedState::Ended);
 }
 
 async fn follow_until(

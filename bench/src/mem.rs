@@ -1,6 +1,6 @@
 //! Memory per idle session, measured in a child process of its own per client.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::args::Args;
 use crate::config::{limits, Ctx, Sizes};
@@ -24,25 +24,7 @@ pub(crate) async fn mem_in_child(args: &Args, ctx: &Ctx, which: Which) -> Res<f6
     if args.quick {
         cmd.arg("--quick");
     }
-    let out = tokio::task::spawn_blocking(move || {
-        let mut child = cmd
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::inherit())
-            .spawn()?;
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            if child.try_wait()?.is_some() {
-                return child.wait_with_output();
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(std::io::Error::other("memory child ran over 120 s"));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    })
-    .await??;
+    let out = sys::run_bounded(cmd, Duration::from_secs(120), "memory child").await?;
     let text = String::from_utf8_lossy(&out.stdout);
     text.lines()
         .find_map(|l| l.strip_prefix("KIB_PER_SESSION "))

@@ -172,26 +172,8 @@ fn median_load(loads: &[Load]) -> Load {
 }
 
 /// Runs `cmd`, bounded, and parses its `CACHE ...` line.
-async fn run_child(mut cmd: std::process::Command, what: &'static str, java: bool) -> Res<Load> {
-    let out = tokio::task::spawn_blocking(move || {
-        let mut child = cmd
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::inherit())
-            .spawn()?;
-        let deadline = Instant::now() + Duration::from_secs(900);
-        loop {
-            if child.try_wait()?.is_some() {
-                return child.wait_with_output();
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(std::io::Error::other("cache child ran over 900 s"));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    })
-    .await??;
+async fn run_child(cmd: std::process::Command, what: &'static str, java: bool) -> Res<Load> {
+    let out = sys::run_bounded(cmd, Duration::from_secs(900), "cache child").await?;
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text
         .lines()

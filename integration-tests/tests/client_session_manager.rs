@@ -2,6 +2,7 @@
 //! session, that works; the old client stays expired; nothing of the old session is
 //! carried over; close and an auth failure end the manager (no renewal).
 
+mod common;
 mod leader_common;
 
 use integration_tests::{chroot, expire_session, standalone, ZkTarget};

@@ -29,12 +29,7 @@ const SESSION: Duration = Duration::from_secs(4);
 
 async fn manager(hosts: &str) -> SessionManager {
     let builder = Client::builder(hosts).session_timeout(SESSION);
-    SessionManager::builder(builder)
-        .renew_backoff(Duration::from_millis(50), Duration::from_secs(1))
-        .renew_attempts(200)
-        .connect()
-        .await
-        .expect("connect")
+    common::managed(builder).await
 }
 
 fn web_instance(id: &str) -> ServiceInstance {

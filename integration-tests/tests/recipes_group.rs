@@ -19,12 +19,7 @@ const GROUP: &str = "/groups/g";
 
 async fn manager(hosts: &str) -> SessionManager {
     let builder = Client::builder(hosts).session_timeout(Duration::from_secs(4));
-    SessionManager::builder(builder)
-        .renew_backoff(Duration::from_millis(50), Duration::from_secs(1))
-        .renew_attempts(200)
-        .connect()
-        .await
-        .expect("connect")
+    common::managed(builder).await
 }
 
 fn text(members: &BTreeMap<String, Bytes>) -> String {

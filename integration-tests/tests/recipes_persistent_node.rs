@@ -16,12 +16,7 @@ const WAIT: Duration = Duration::from_secs(30);
 
 async fn manager(hosts: &str) -> SessionManager {
     let builder = Client::builder(hosts).session_timeout(Duration::from_secs(4));
-    SessionManager::builder(builder)
-        .renew_backoff(Duration::from_millis(50), Duration::from_secs(1))
-        .renew_attempts(200)
-        .connect()
-        .await
-        .expect("connect the first session")
+    common::managed(builder).await
 }
 
 /// Expires the current session of `m` and waits for the next one.

@@ -348,18 +348,13 @@ async fn atomic_long_under_connection_cuts_counts_every_acknowledged_increment_o
 #[tokio::test]
 async fn a_managed_shared_count_goes_on_after_an_expiry() {
     use integration_tests::{chroot, expire_session, standalone, ZkTarget};
-    use zk_client::{Client, SessionManager, SessionState};
+    use zk_client::{Client, SessionState};
     let server = standalone().await;
     let root = chroot(server, "shared_managed").await;
     let hosts = server.hosts(&root);
     let admin = common::connect(&hosts).await;
     let builder = Client::builder(&hosts).session_timeout(Duration::from_secs(4));
-    let m = SessionManager::builder(builder)
-        .renew_backoff(Duration::from_millis(50), Duration::from_secs(1))
-        .renew_attempts(200)
-        .connect()
-        .await
-        .unwrap();
+    let m = common::managed(builder).await;
     let count = SharedCount::start_managed(&m, "/m/count", 1).await.unwrap();
     let mut changes = count.changes();
 

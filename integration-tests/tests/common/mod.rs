@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use integration_tests::{chroot, standalone, ZkTarget};
 use tokio::time::Instant;
-use zk_client::{Client, CreateOptions};
+use zk_client::{Client, ClientBuilder, CreateOptions, SessionManager};
 
 /// Connects a client to the shared server under a fresh chroot, returning the connect string
 /// too (for more sessions on the same subtree).
@@ -24,6 +24,17 @@ pub async fn connect(hosts: &str) -> Client {
         .connect()
         .await
         .expect("connect to the test server")
+}
+
+/// A session manager on `builder` that renews an expired session quickly (backoff 50 ms to
+/// 1 s, 200 attempts): what the recipes' expiry tests use.
+pub async fn managed(builder: ClientBuilder) -> SessionManager {
+    SessionManager::builder(builder)
+        .renew_backoff(Duration::from_millis(50), Duration::from_secs(1))
+        .renew_attempts(200)
+        .connect()
+        .await
+        .expect("connect the first session")
 }
 
 /// Children of `path` (empty when it does not exist).

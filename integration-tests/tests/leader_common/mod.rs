@@ -27,12 +27,7 @@ pub async fn manager(hosts: &str) -> SessionManager {
     let builder = Client::builder(hosts)
         .session_timeout(SESSION)
         .establish_timeout(LIMIT);
-    SessionManager::builder(builder)
-        .renew_backoff(Duration::from_millis(50), Duration::from_secs(1))
-        .renew_attempts(200)
-        .connect()
-        .await
-        .expect("connect the first session")
+    crate::common::managed(builder).await
 }
 
 /// One term as the participant observed it: start when `is_leader` became true, end when it

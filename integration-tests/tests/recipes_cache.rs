@@ -431,26 +431,10 @@ async fn reconnect_resyncs_and_reports_exactly_the_differences() {
         ]
     );
 
-    assert_eq!(describe(&rec.since(from)), expected_differences());
-    assert_eq!(
-        diff(
-            &server_tree(&writer, "/app", None).await,
-            &cache_tree(&cache)
-        ),
-        Vec::<String>::new()
-    );
-    let mut replayed = Tree::new();
-    assert_eq!(replay(&mut replayed, &rec.all()), Vec::<String>::new());
+    let replayed = assert_resynced(&rec, from, &writer, &cache).await;
     assert_eq!(diff(&cache_tree(&cache), &replayed), Vec::<String>::new());
     // Still one server watch on the reconnected session, and events flow again.
-    let from = rec.len();
-    writer.set_data("/app/a0", b"after", None).await.unwrap();
-    rec.wait_for(
-        from,
-        LIMIT,
-        |e| matches!(e, CacheEvent::Changed { new, .. } if new.path == "/app/a0"),
-    )
-    .await;
+    let from = change_a0(&rec, &writer).await;
     assert_eq!(rec.since(from).len(), 1);
 }
 
@@ -498,24 +482,8 @@ async fn a_new_session_resyncs_through_the_session_manager() {
         "a new session"
     );
 
-    assert_eq!(describe(&rec.since(from)), expected_differences());
-    assert_eq!(
-        diff(
-            &server_tree(&writer, "/app", None).await,
-            &cache_tree(&cache)
-        ),
-        Vec::<String>::new()
-    );
-    let mut replayed = Tree::new();
-    assert_eq!(replay(&mut replayed, &rec.all()), Vec::<String>::new());
-    let from = rec.len();
-    writer.set_data("/app/a0", b"after", None).await.unwrap();
-    rec.wait_for(
-        from,
-        LIMIT,
-        |e| matches!(e, CacheEvent::Changed { new, .. } if new.path == "/app/a0"),
-    )
-    .await;
+    assert_resynced(&rec, from, &writer, &cache).await;
+    change_a0(&rec, &writer).await;
     // A snapshot and a stream taken together replay to the later snapshot.
     let (snap, stream) = cache.snapshot_and_events();
     let (later, _t) = Recorder::start(stream);
@@ -528,6 +496,34 @@ async fn a_new_session_resyncs_through_the_session_manager() {
     assert_eq!(replay(&mut from_snap, &later.all()), Vec::<String>::new());
     assert_eq!(diff(&cache_tree(&cache), &from_snap), Vec::<String>::new());
     manager.close().await.unwrap();
+}
+
+/// After a resync: the events since `from` are exactly the expected differences, the cache
+/// equals a fresh read of the server, and replaying every event recorded applies cleanly;
+/// returns the replayed tree.
+async fn assert_resynced(rec: &Recorder, from: usize, writer: &Client, cache: &Cache) -> Tree {
+    assert_eq!(describe(&rec.since(from)), expected_differences());
+    assert_eq!(
+        diff(&server_tree(writer, "/app", None).await, &cache_tree(cache)),
+        Vec::<String>::new()
+    );
+    let mut replayed = Tree::new();
+    assert_eq!(replay(&mut replayed, &rec.all()), Vec::<String>::new());
+    replayed
+}
+
+/// Changes `/app/a0` and waits for the cache's `Changed` event; returns the event count
+/// before the change.
+async fn change_a0(rec: &Recorder, writer: &Client) -> usize {
+    let from = rec.len();
+    writer.set_data("/app/a0", b"after", None).await.unwrap();
+    rec.wait_for(
+        from,
+        LIMIT,
+        |e| matches!(e, CacheEvent::Changed { new, .. } if new.path == "/app/a0"),
+    )
+    .await;
+    from
 }
 
 fn passwd(client: &Client) -> [u8; 16] {

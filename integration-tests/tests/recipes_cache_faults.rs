@@ -207,7 +207,15 @@ async fn cache_equals_the_server_after_every_batch_under_faults_and_matches_cura
         }
         differences += d.len();
         if round % 6 == 0 || round == rounds {
-            let theirs = java.dump_at("/app/marker", &mark).await;
+            // Curator refreshes the nodes it finds through cversion in the background, so
+            // its marker can arrive before the rest of a resync: take its snapshot again
+            // until it has caught up, within LIMIT (ours is checked at the marker, above).
+            let caught_up = tokio::time::Instant::now() + LIMIT;
+            let mut theirs = java.dump_at("/app/marker", &mark).await;
+            while !diff(&server, &theirs).is_empty() && tokio::time::Instant::now() < caught_up {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                theirs = java.dump_at("/app/marker", &mark).await;
+            }
             let d = diff(&server, &theirs);
             assert_eq!(
                 d,

@@ -17,6 +17,7 @@ use zk_client::{Client, CreateMode, Stat};
 use super::cleanup::{detached, Orphan};
 use super::create::Protected;
 use super::delete::delete_guaranteed;
+use super::locate::locate;
 use super::naming::{self, Intent, Position};
 use super::owner::local_address;
 use super::wait::{wait_for_node, Wake};
@@ -153,11 +154,7 @@ async fn wait_turn(
                 continue;
             }
         };
-        let mut queue = naming::queue(&children);
-        if let Some(skip) = ignore {
-            queue.retain(|c| c.name != skip);
-        }
-        match naming::position(&queue, ours, spec.intent) {
+        match locate(&children, ours, spec.intent, ignore) {
             Position::Acquired => return Ok(Some(epoch)),
             Position::Missing => return Err(Error::LockLost(LossReason::NodeDeleted)),
             Position::WaitFor { .. } if try_only => return Ok(None),

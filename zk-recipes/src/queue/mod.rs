@@ -7,6 +7,8 @@
 //!   go-zookeeper's), sequence parsing, the queue orders and a contender's position.
 //! - [`Protected`]: the protected create (any data, any mode), finding our node by guid
 //!   after a lost reply, and deleting every node of our guid.
+//! - [`locate`](locate::locate): our place in a listing (the rules of `naming`'s queue and
+//!   position in one pass).
 //! - [`wait_for_node`]: waiting for the node ahead (one watch, no herd).
 //! - [`acquire`]: the fair queue's acquisition (create, then wait for the blocker).
 //! - [`participants`]: the queue's nodes with their owner data.
@@ -14,7 +16,7 @@
 //! - [`OnDrop`], [`Orphan`], [`detached`]: the cleanup of an attempt that was abandoned
 //!   (error, timeout, future dropped).
 //!
-//! Inside: `naming`, `owner`, `wait` and `delete` at the bottom; `create` above `delete`;
+//! Inside: `naming`, `owner`, `locate`, `wait` and `delete` at the bottom; `create` above `delete`;
 //! `cleanup` above `create`; `acquire` and `participants` on top.
 //!
 //! The recipes (`lock/`, `semaphore/`, `leader/`) import this module (and `retry`, `error`,
@@ -24,6 +26,7 @@ mod acquire;
 mod cleanup;
 mod create;
 mod delete;
+mod locate;
 pub(crate) mod naming;
 mod owner;
 mod participants;

@@ -177,15 +177,15 @@ pub fn position(queue: &[Contender], ours: &str, intent: Intent) -> Position {
         None => Position::Acquired,
         Some(c) => Position::WaitFor {
             node: c.name.clone(),
-            only: blockers == 1 && !(intent == Intent::Write && may_gain_a_downgrade(c)),
+            only: blockers == 1 && !(intent == Intent::Write && may_gain_a_downgrade(&c.name)),
         },
     }
 }
 
-/// Whether a read node may still appear at `c`'s sequence: `c` is a read/write lock's write
-/// node, whose owner may take the read lock while holding it.
-fn may_gain_a_downgrade(c: &Contender) -> bool {
-    c.name.contains(WRITE_LOCK_NAME)
+/// Whether a read node may still appear at the sequence of the node `name`: it is a
+/// read/write lock's write node, whose owner may take the read lock while holding it.
+pub(crate) fn may_gain_a_downgrade(name: &str) -> bool {
+    name.contains(WRITE_LOCK_NAME)
 }
 
 /// The name of a downgrade's read node: `_c_<uuid>-__READ__<seq>`, where `<seq>` is the

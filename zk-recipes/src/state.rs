@@ -3,7 +3,7 @@
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use zk_client::{Client, Observable, Publisher, SessionState, Transitions, Watcher};
@@ -52,8 +52,10 @@ const RETRY_PAUSE: Duration = Duration::from_millis(200);
 /// The state of one hold as published by its monitor, shared by the hold, its monitor and
 /// the receivers handed out.
 pub(crate) struct Published {
-    /// The latest published state and every change, in order, with bounded history.
-    states: Publisher<LockState>,
+    /// The latest published state and every change, in order, with bounded history. Made
+    /// when first needed (the first publish or receiver): until then the state is `Held`, and
+    /// a hold nobody observes never pays for the channels.
+    states: OnceLock<Publisher<LockState>>,
     /// The client's connection epoch when our node was last seen to exist: captured before
     /// the request that showed it (so a reply that came on a later connection only makes us
     /// more cautious, never less).
@@ -64,7 +66,7 @@ impl Published {
     /// A hold just acquired: `Held`, its node seen at connection epoch `epoch`.
     pub(crate) fn new(epoch: u64) -> Arc<Published> {
         Arc::new(Published {
-            states: Publisher::new(LockState::Held),
+            states: OnceLock::new(),
             confirmed_epoch: AtomicU64::new(epoch),
         })
     }
@@ -72,7 +74,19 @@ impl Published {
     /// Publishes `next` if it differs from the latest state. Only the monitor publishes, so
     /// every receiver sees the same order.
     fn publish(&self, next: LockState) {
-        self.states.publish(next);
+        self.publisher().publish(next);
+    }
+
+    /// The publisher, made (`Held`) on first use.
+    fn publisher(&self) -> &Publisher<LockState> {
+        self.states.get_or_init(|| Publisher::new(LockState::Held))
+    }
+
+    /// The latest published state (`Held` while nothing was published).
+    fn published(&self) -> LockState {
+        self.states
+            .get()
+            .map_or(LockState::Held, Publisher::current)
     }
 
     /// Publishes what is known now, before the monitor starts (it is then the only one to
@@ -89,7 +103,7 @@ impl Published {
 
     /// What is known now about the hold, for `client` (see [`decide`]).
     pub(crate) fn current(&self, client: &Client) -> LockState {
-        let published = self.states.current();
+        let published = self.published();
         // The session state first, then the epoch: `Connected` and an unchanged epoch read
         // after it mean the connection of that moment is the one the node was seen on.
         let session = client.state();
@@ -100,7 +114,7 @@ impl Published {
 
     /// A receiver of every change from now on.
     pub(crate) fn transitions(&self) -> Transitions<LockState> {
-        self.states.subscribe()
+        self.publisher().subscribe()
     }
 }
 
@@ -205,7 +219,7 @@ async fn look(
     if stale {
         out.publish(LockState::Suspended);
     }
-    if watcher.is_some() && !stale && out.states.current() == LockState::Held {
+    if watcher.is_some() && !stale && out.published() == LockState::Held {
         return Look::Wait;
     }
     let seen = if watcher.is_none() {

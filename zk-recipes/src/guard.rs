@@ -8,7 +8,7 @@ use zk_client::{Client, Op, OpResult, Stat, Transitions};
 use zk_proto::DecodeError;
 
 use crate::error::{Error, LossReason, Result};
-use crate::queue::{delete_guaranteed, detached, in_background, naming, Released};
+use crate::queue::{delete_guaranteed, in_background, naming, BoxTask, OnDrop, Released};
 use crate::state::{monitor, LockState, Published};
 
 /// Runs once when the last guard of a hold is gone: frees the local slot of the lock.
@@ -410,9 +410,10 @@ impl LockGuard {
     ///
     /// # Cancel safety
     ///
-    /// Cancel safe: the last guard's release runs as a task of its own, so dropping this
-    /// future only loses the outcome; the node is still deleted (through reconnects) and the
-    /// local slot freed, as when the guard is dropped. A future never polled releases
+    /// Cancel safe: the last guard's release runs on the caller's task, and if this future is
+    /// dropped before it is done, a background task takes the release over (from the start),
+    /// so dropping it only loses the outcome; the node is still deleted (through reconnects)
+    /// and the local slot freed, as when the guard is dropped. A future never polled releases
     /// nothing itself: it drops the guard, which releases in the background.
     pub async fn release(mut self) -> Result<Released> {
         self.active = false;
@@ -422,11 +423,30 @@ impl LockGuard {
                 remaining: before.saturating_sub(1),
             });
         }
-        // None: the runtime is shutting down (finish does not panic).
-        detached(self.hold.clone().finish())
-            .await
-            .unwrap_or(Err(Error::Client(zk_client::Error::Closed)))
+        // Runs here, on the caller's task (no task spawned per release). If this future is
+        // dropped before it is done, the guard hands the release to a background task, which
+        // does it again from the start: the node is still deleted (a delete that applied
+        // already leaves `NoNode`, and a reused path is checked by its czxid) and the local
+        // slot freed, as when a guard is dropped.
+        let mut unfinished = OnDrop::new(self.hold.clone(), finish_in_background, "lock release");
+        let result = self.hold.clone().finish().await;
+        unfinished.disarm();
+        result
     }
+}
+
+/// The release of a hold as a background task: a dropped guard's, or the rest of a
+/// [`LockGuard::release`] whose future was dropped midway.
+fn finish_in_background(hold: Arc<Hold>) -> BoxTask {
+    Box::pin(async move {
+        match hold.finish().await {
+            Ok(Released::AlreadyGone(reason)) => {
+                debug!(%reason, "background release: the lock had been lost already")
+            }
+            Ok(_) => {}
+            Err(e) => warn!(error = %e, "background lock release failed"),
+        }
+    })
 }
 
 impl Drop for LockGuard {
@@ -434,17 +454,7 @@ impl Drop for LockGuard {
         if !self.active || self.hold.count.fetch_sub(1, Ordering::AcqRel) != 1 {
             return;
         }
-        let hold = self.hold.clone();
-        let release = async move {
-            match hold.finish().await {
-                Ok(Released::AlreadyGone(reason)) => {
-                    debug!(%reason, "dropped guard: the lock had been lost already")
-                }
-                Ok(_) => {}
-                Err(e) => warn!(error = %e, "background lock release failed"),
-            }
-        };
-        if in_background(release).is_err() {
+        if in_background(finish_in_background(self.hold.clone())).is_err() {
             let hold = &self.hold;
             warn!(path = %hold.path, "guard dropped outside a runtime; the node lives until the session ends");
             if let Some(m) = hold.monitor.get() {

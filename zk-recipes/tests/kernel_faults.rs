@@ -352,3 +352,34 @@ async fn session_expiry_while_waiting_ends_the_acquisition_with_nothing_left() {
     expiry_while_waiting(Recipe::Lock).await;
     expiry_while_waiting(Recipe::Semaphore).await;
 }
+
+/// A `release` future dropped while its delete is in flight (the request is lost with the
+/// connection, so that delete never applies): the release is taken over in the background,
+/// which deletes the node after the reconnect and frees the instance's local slot.
+#[tokio::test]
+async fn a_release_dropped_midway_still_deletes_the_node_and_frees_the_slot() {
+    let plans = vec![plan(OpCode::Delete, 0, Fault::LoseRequest)];
+    let (manager, tree, served) = manager_on(&["/lock"], None, plans).await;
+    let ours = || tree.lock().unwrap().ours("/lock");
+    let lock = FairLock::new(manager.client(), "/lock").unwrap();
+    let guard = lock.acquire_timeout(LIMIT).await.unwrap();
+    assert_eq!(ours().len(), 1);
+    // Polled once (the delete is sent), then dropped.
+    let dropped = tokio::time::timeout(Duration::ZERO, guard.release()).await;
+    assert!(dropped.is_err(), "the release cannot be done in one poll");
+    // Bounded: LIMIT in 10 ms steps.
+    for _ in 0..LIMIT.as_millis() / 10 {
+        if ours().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(ours().is_empty(), "the node is deleted: {:?}", ours());
+    assert_eq!(tree.lock().unwrap().faults, 1, "the planned loss happened");
+    // The local slot is free: the same instance acquires again.
+    let again = within("acquire again", lock.acquire()).await.unwrap();
+    within("release", again.release()).await.unwrap();
+    assert!(ours().is_empty());
+    let _ = within("manager close", manager.close()).await;
+    within("server", served).await.unwrap();
+}

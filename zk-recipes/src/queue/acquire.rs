@@ -79,7 +79,7 @@ pub(crate) async fn acquire(
         }
         let held = wait_turn(client, spec, &name, try_only, downgrade_of).await?;
         Ok::<_, Error>(held.map(|epoch| Acquired {
-            path: format!("{}/{name}", spec.base),
+            path: nodes.path_of(&name),
             stat,
             epoch,
         }))
@@ -94,7 +94,7 @@ pub(crate) async fn acquire(
             // process does not queue behind its own leftover.
             // Detached, so that dropping this future midway does not leave the node.
             if let Some(name) = attempt.disarm().and_then(|o| o.node) {
-                let (client, path) = (client.clone(), format!("{}/{name}", spec.base));
+                let (client, path) = (client.clone(), nodes.path_of(&name));
                 detached(async move { delete_guaranteed(&client, &path, None).await })
                     .await
                     .unwrap_or(Err(Error::Client(zk_client::Error::Closed)))?;
@@ -162,7 +162,7 @@ async fn wait_turn(
                 // Our only blocker is gone: nobody can have queued ahead of us since (later
                 // nodes get larger sequence numbers), so the lock is ours without listing
                 // again. Anything else: look again.
-                let path = format!("{}/{node}", spec.base);
+                let path = naming::child_path(&spec.base, &node);
                 if wait_for_node(client, &path).await? == Wake::Deleted && only {
                     return Ok(Some(epoch));
                 }

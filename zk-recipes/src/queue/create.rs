@@ -39,7 +39,7 @@ impl Protected {
     pub(crate) fn new(base: &str) -> Protected {
         Protected {
             base: base.to_owned(),
-            guid: Uuid::new_v4(),
+            guid: fresh_guid(),
         }
     }
 
@@ -51,7 +51,7 @@ impl Protected {
 
     /// Full path of the child `name`.
     pub(crate) fn path_of(&self, name: &str) -> String {
-        format!("{}/{name}", self.base)
+        naming::child_path(&self.base, name)
     }
 
     /// Creates the node `name` (a name from [`name`](Self::name) or another name carrying
@@ -141,6 +141,13 @@ impl Protected {
     }
 }
 
+/// A random (version 4) guid from the thread's CSPRNG (`rand::thread_rng`, seeded from the
+/// OS once per thread), rather than `Uuid::new_v4`'s one `getrandom` system call per guid:
+/// every acquisition makes one.
+fn fresh_guid() -> Uuid {
+    uuid::Builder::from_random_bytes(rand::random()).into_uuid()
+}
+
 /// Creates `path` and its missing ancestors as containers (so the server removes them when
 /// empty, as Curator does with `creatingParentContainersIfNeeded`). A connection loss is
 /// waited out and left to the caller's retry.
@@ -167,4 +174,20 @@ pub(crate) fn check_base(path: &str) -> Result<String> {
         path: path.to_owned(),
         reason,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fresh_guids_are_random_version_4_and_differ() {
+        let (a, b) = (fresh_guid(), fresh_guid());
+        assert_ne!(a, b);
+        assert_eq!(a.get_version(), Some(uuid::Version::Random));
+        assert_eq!(a.get_variant(), uuid::Variant::RFC4122);
+        let name = naming::protected_node_name(&a, "lock-");
+        assert_eq!(name, format!("_c_{}-lock-", a.hyphenated()));
+        assert_eq!(Protected::new("/a").path_of("b"), "/a/b");
+    }
 }

@@ -27,12 +27,31 @@ pub(crate) const KAZOO_READ_MARKER: &str = "__rlock__";
 
 /// The protected prefix for a guid: `_c_<uuid>-`.
 pub(crate) fn protected_prefix(guid: &Uuid) -> String {
-    format!("{PROTECTED_PREFIX}{}-", guid.hyphenated())
+    protected_node_name(guid, "")
 }
 
 /// The name to create (before the server appends the sequence): `_c_<uuid>-<lock_name>`.
 pub(crate) fn protected_node_name(guid: &Uuid, lock_name: &str) -> String {
-    format!("{}{lock_name}", protected_prefix(guid))
+    let mut buffer = Uuid::encode_buffer();
+    let guid = guid.hyphenated().encode_lower(&mut buffer);
+    // Room for the sequence the server appends (the name comes back with it).
+    let mut name = String::with_capacity(
+        PROTECTED_PREFIX.len() + guid.len() + 1 + lock_name.len() + SEQUENCE_LEN,
+    );
+    name.push_str(PROTECTED_PREFIX);
+    name.push_str(guid);
+    name.push('-');
+    name.push_str(lock_name);
+    name
+}
+
+/// `parent/name`, the path of a child.
+pub(crate) fn child_path(parent: &str, name: &str) -> String {
+    let mut path = String::with_capacity(parent.len() + 1 + name.len());
+    path.push_str(parent);
+    path.push('/');
+    path.push_str(name);
+    path
 }
 
 /// Whether `name` is a protected name in Curator's sense: longer than 40 characters, starts
@@ -67,12 +86,22 @@ pub(crate) fn sequence_suffix(name: &str) -> Option<&str> {
 /// as a signed 32-bit decimal (the server formats the parent's `cversion` with `%010d`, which
 /// goes negative after overflow, e.g. `-000000012`).
 pub fn sequence_of(name: &str) -> Option<i32> {
-    let tail = name.get(name.len().checked_sub(SEQUENCE_LEN)?..)?;
-    let digits = tail.strip_prefix('-').unwrap_or(tail);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
+    // Bytes, not chars: a tail of ASCII digits (and a sign) starts on a char boundary, and
+    // anything else is not a sequence. Every listing of every acquisition parses each child.
+    let bytes = name.as_bytes();
+    let tail = bytes.get(bytes.len().checked_sub(SEQUENCE_LEN)?..)?;
+    let (negative, digits) = match tail.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, tail),
+    };
+    let mut value: i64 = 0;
+    for &b in digits {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        value = value * 10 + i64::from(b - b'0');
     }
-    tail.parse().ok()
+    i32::try_from(if negative { -value } else { value }).ok()
 }
 
 /// What a contender in a lock queue asks for.

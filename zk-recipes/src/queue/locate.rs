@@ -114,9 +114,9 @@ mod tests {
         for _ in 0..2_000 {
             let len = g.next(9) as usize;
             let children: Vec<String> = (0..len).map(|i| name(&mut g, i)).collect();
-            let mut candidates: Vec<&str> = children.iter().map(String::as_str).collect();
-            candidates.push("_c_ffffffff-lock-0000000003"); // not listed
-            for &ours in &candidates {
+            // Every listed child, and one that is not listed.
+            let unlisted = std::iter::once("_c_ffffffff-lock-0000000003");
+            for ours in children.iter().map(String::as_str).chain(unlisted) {
                 for intent in [Intent::Read, Intent::Write] {
                     let ignores = std::iter::once(None)
                         .chain(children.iter().map(|c| Some(c.as_str())))

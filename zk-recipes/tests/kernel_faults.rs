@@ -279,6 +279,13 @@ async fn connection_loss_on_the_queue_listing() {
 }
 
 #[tokio::test]
+async fn connection_loss_on_the_reply_of_the_first_queue_listing() {
+    // The locks and the semaphore send their first listing right behind the create: the
+    // create's reply arrives, the listing's is lost with the connection.
+    every_recipe(false, &[plan(OpCode::GetChildren, 0, Fault::LoseReply)]).await;
+}
+
+#[tokio::test]
 async fn node_ahead_deleted_while_we_set_its_watch() {
     every_recipe(true, &[plan(OpCode::GetData, 0, Fault::DeleteFirst)]).await;
 }

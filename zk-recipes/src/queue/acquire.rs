@@ -9,13 +9,16 @@
 //! list children → sort by trailing sequence → our position ─ first/no blocker → held
 //!                                                 └─ blocker: getData+watch it, wait, list again
 //! ```
+//!
+//! The first listing goes out right behind the first create (one flush, both replies
+//! together) and is used when that create succeeded: it was taken after our node was made.
 
 use bytes::Bytes;
 use tokio::time::Instant;
 use zk_client::{Client, CreateMode, Stat};
 
 use super::cleanup::{detached, Orphan};
-use super::create::Protected;
+use super::create::{Listing, Protected};
 use super::delete::delete_guaranteed;
 use super::locate::locate;
 use super::naming::{self, Intent, Position};
@@ -73,11 +76,12 @@ pub(crate) async fn acquire(
     }
     .guard();
     let fut = async {
-        let (name, stat) = create_node(client, spec, &nodes, downgrade_of).await?;
+        let (name, stat, listed) =
+            create_listed_node(client, spec, &nodes, downgrade_of, true).await?;
         if let Some(orphan) = attempt.state_mut() {
             orphan.node = Some(name.clone());
         }
-        let held = wait_turn(client, spec, &name, try_only, downgrade_of).await?;
+        let held = wait_turn(client, spec, &name, try_only, downgrade_of, listed).await?;
         Ok::<_, Error>(held.map(|epoch| Acquired {
             path: nodes.path_of(&name),
             stat,
@@ -119,6 +123,19 @@ pub(crate) async fn create_node(
     nodes: &Protected,
     downgrade_of: Option<&str>,
 ) -> Result<(String, Stat)> {
+    let (name, stat, _) = create_listed_node(client, spec, nodes, downgrade_of, false).await?;
+    Ok((name, stat))
+}
+
+/// [`create_node`], and with `list` the parent's listing sent with the first create (see
+/// [`Protected::create_listing`]).
+async fn create_listed_node(
+    client: &Client,
+    spec: &QueueSpec,
+    nodes: &Protected,
+    downgrade_of: Option<&str>,
+    list: bool,
+) -> Result<(String, Stat, Option<Listing>)> {
     let downgrade = downgrade_of.and_then(|write| naming::downgrade_node_name(&nodes.guid, write));
     let (name, mode) = match downgrade {
         Some(name) => (name, CreateMode::Ephemeral),
@@ -130,7 +147,7 @@ pub(crate) async fn create_node(
         Some(data) => data.clone(),
         None => local_address().await,
     };
-    nodes.create(client, &name, &data, mode).await
+    nodes.create_listing(client, &name, &data, mode, list).await
 }
 
 /// Waits until no node that blocks `ours` is left and returns the client's connection epoch
@@ -138,20 +155,27 @@ pub(crate) async fn create_node(
 /// connection until it looks again). Returns `None` when `try_only` and blocked.
 ///
 /// `ignore` names a node of ours that must not block us (our write node, in a downgrade).
+/// `listed`: a listing taken after our node was created, used for the first look.
 async fn wait_turn(
     client: &Client,
     spec: &QueueSpec,
     ours: &str,
     try_only: bool,
     ignore: Option<&str>,
+    mut listed: Option<Listing>,
 ) -> Result<Option<u64>> {
     for _ in turns() {
-        let epoch = client.connection_epoch();
-        let children = match client.get_children(&spec.base).await {
-            Ok(children) => children,
-            Err(e) => {
-                retry_after(client, e).await?;
-                continue;
+        let (epoch, children) = match listed.take() {
+            Some(Listing { epoch, children }) => (epoch, children),
+            None => {
+                let epoch = client.connection_epoch();
+                match client.get_children(&spec.base).await {
+                    Ok(children) => (epoch, children),
+                    Err(e) => {
+                        retry_after(client, e).await?;
+                        continue;
+                    }
+                }
             }
         };
         match locate(&children, ours, spec.intent, ignore) {

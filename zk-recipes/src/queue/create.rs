@@ -23,6 +23,15 @@ use super::naming;
 use crate::error::{Error, LossReason, Result};
 use crate::retry::{gave_up, retry_after, retrying, turns};
 
+/// A listing of a queue's parent taken right after our node was created.
+#[derive(Debug)]
+pub(crate) struct Listing {
+    /// The client's connection epoch read before the listing was sent.
+    pub(crate) epoch: u64,
+    /// The parent's children.
+    pub(crate) children: Vec<String>,
+}
+
 /// The nodes of one guid under one parent: what a recipe creates, finds again after a lost
 /// reply, and removes when it is done. One guid per attempt (a lock acquisition, a latch on
 /// one session, a lease); the same guid for a re-creation within that attempt.
@@ -67,6 +76,25 @@ impl Protected {
         data: &[u8],
         mode: CreateMode,
     ) -> Result<(String, Stat)> {
+        let (name, stat, _) = self.create_listing(client, name, data, mode, false).await?;
+        Ok((name, stat))
+    }
+
+    /// As [`create`](Self::create); with `list`, the first create goes out together with a
+    /// listing of the parent (requests are ordered when called: one flush, and both replies
+    /// come back together), and when that create succeeds its listing is returned too,
+    /// with the client's connection epoch read before either was sent. The listing was
+    /// taken after our node was made, so it shows it: a queue acquisition needs no other
+    /// before its first look. `None` when not asked, when the first create failed (the
+    /// recovery lists for itself) or when the listing failed.
+    pub(crate) async fn create_listing(
+        &self,
+        client: &Client,
+        name: &str,
+        data: &[u8],
+        mode: CreateMode,
+        list: bool,
+    ) -> Result<(String, Stat, Option<Listing>)> {
         let path = self.path_of(name);
         let options = CreateOptions::new(mode);
         let session = client.session_id();
@@ -74,9 +102,23 @@ impl Protected {
             mode,
             CreateMode::Ephemeral | CreateMode::EphemeralSequential
         );
+        let epoch = client.connection_epoch();
+        let first = client.create(&path, data, &options);
+        let listing = list.then(|| client.get_children(&self.base));
+        let mut attempt = first.await;
+        let listed = match listing {
+            Some(listing) if attempt.is_ok() => listing
+                .await
+                .ok()
+                .map(|children| Listing { epoch, children }),
+            // Its reply (if any) is dropped with it.
+            _ => None,
+        };
         for _ in turns() {
-            match client.create(&path, data, &options).await {
-                Ok((created, stat)) => return Ok((naming::base_name(&created).to_owned(), stat)),
+            match attempt {
+                Ok((created, stat)) => {
+                    return Ok((naming::base_name(&created).to_owned(), stat, listed))
+                }
                 Err(zk_client::Error::NoNode) => ensure_containers(client, &self.base).await?,
                 Err(e) => {
                     // A plain name can exist already only if it is ours (the guid is fresh):
@@ -85,26 +127,28 @@ impl Protected {
                     if !matches!(e, zk_client::Error::NodeExists) {
                         retry_after(client, e).await?;
                     }
-                    let Some(found) = self.find(client).await? else {
-                        continue;
-                    };
-                    let full = self.path_of(&found);
-                    // Retried: a connection loss here must not lead to a second create.
-                    match retrying(client, || client.exists(&full)).await? {
-                        Some(stat) if !ephemeral || stat.ephemeral_owner == session => {
-                            debug!(node = %full, "recovered our node after a lost create reply");
-                            return Ok((found, stat));
+                    if let Some(found) = self.find(client).await? {
+                        let full = self.path_of(&found);
+                        // Retried: a connection loss here must not lead to a second create.
+                        match retrying(client, || client.exists(&full)).await? {
+                            Some(stat) if !ephemeral || stat.ephemeral_owner == session => {
+                                debug!(node = %full, "recovered our node after a lost create reply");
+                                return Ok((found, stat, None));
+                            }
+                            // Found under another session. Curator deletes it and starts over
+                            // with a new guid (CURATOR-498). Our client never moves to a new
+                            // session (expiry is terminal), so a different owner means our
+                            // session is gone: the node is an expired session's and goes
+                            // with it.
+                            Some(_) => return Err(Error::LockLost(LossReason::SessionEnded)),
+                            // Deleted since the listing (by someone else): create again.
+                            None => {}
                         }
-                        // Found under another session. Curator deletes it and starts over
-                        // with a new guid (CURATOR-498). Our client never moves to a new
-                        // session (expiry is terminal), so a different owner means our
-                        // session is gone: the node is an expired session's and goes with it.
-                        Some(_) => return Err(Error::LockLost(LossReason::SessionEnded)),
-                        // Deleted since the listing (by someone else): create again.
-                        None => {}
                     }
+                    // Not found: the create did not apply; create again.
                 }
             }
+            attempt = client.create(&path, data, &options).await;
         }
         Err(gave_up())
     }

@@ -31,7 +31,8 @@ pub(crate) async fn run(ctx: &Ctx, which: Which, round: usize) -> Res<Sample> {
                 tasks.spawn(async move {
                     for _ in 0..per {
                         let guard = lock.acquire_timeout(step).await?;
-                        // Waits for the delete's reply (and for the removal of its own watch).
+                        // Waits for the delete's reply, on this task (a guard whose state was
+                        // never observed set no watch, so there is none to remove).
                         guard.release().await?;
                     }
                     Ok(())

@@ -18,6 +18,8 @@ mod kerberos;
 mod probe;
 #[cfg(feature = "tls")]
 pub(crate) mod tls;
+#[cfg(feature = "tls")]
+mod tls_stream;
 pub(crate) mod transport;
 
 #[cfg(test)]

@@ -1,0 +1,461 @@
+//! A TLS connection of our own: rustls's unbuffered client connection over a tokio
+//! `TcpStream`, so that the data phase costs one socket read per pass (64 KiB, not rustls's
+//! 4 KiB), decrypts the records where they were read (no copy into a rustls buffer),
+//! encrypts a whole write buffer into one ciphertext buffer written with one `write`, and can
+//! take the socket out of the reactor during a deep-pipeline pause like plain TCP.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::{Buf, BytesMut};
+use rustls::client::UnbufferedClientConnection;
+use rustls::pki_types::ServerName;
+use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError, InsufficientSizeError};
+use rustls::ClientConfig;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use super::transport::Transport;
+
+/// Bytes one socket read may bring.
+const READ_SIZE: usize = 64 * 1024;
+/// Room for one whole record beyond a read (a record is at most 16 KiB of plaintext plus
+/// its header, padding and tag), so a partial record left over always completes.
+const RECORD_ROOM: usize = 18 * 1024;
+/// Plaintext encrypted per write call (the rest waits for the next).
+const WRITE_CHUNK: usize = 256 * 1024;
+/// Ciphertext bytes beyond the plaintext, per record, to size the output buffer.
+const RECORD_OVERHEAD: usize = 64;
+/// Round trips a handshake may take (a TLS 1.2 or 1.3 handshake needs 2 or 3).
+const HANDSHAKE_ROUNDS: usize = 16;
+/// Socket reads one `poll_read_into` may do when they bring only partial records.
+const READS_PER_POLL: usize = 8;
+/// Socket writes one `poll_flush` may do.
+const WRITES_PER_FLUSH: usize = 64;
+
+/// A TLS connection over TCP (see the module docs).
+pub(crate) struct TlsStream<S = tokio::net::TcpStream> {
+    io: S,
+    tls: Tls,
+}
+
+/// A TLS connection taken out of the reactor: the socket and the TLS state beside it.
+pub(crate) struct ParkedTls {
+    io: std::net::TcpStream,
+    tls: Tls,
+}
+
+/// The TLS state: the connection's keys and the two buffers of ciphertext.
+struct Tls {
+    conn: UnbufferedClientConnection,
+    /// Ciphertext read and not yet decrypted: `incoming[..filled]`, at most one partial
+    /// record between calls.
+    incoming: Vec<u8>,
+    filled: usize,
+    /// Ciphertext to send: `outgoing[sent..]`.
+    outgoing: Vec<u8>,
+    sent: usize,
+    /// Plaintext decrypted outside a read (while encrypting), handed out by the next read.
+    stash: BytesMut,
+    /// The peer sent close_notify: EOF once the plaintext before it is handed out.
+    peer_closed: bool,
+}
+
+/// Where processing the buffered records stopped.
+enum Stop {
+    /// Every complete record is processed; application data may be sent.
+    Traffic,
+    /// The handshake needs bytes from the peer.
+    NeedRead,
+    /// The peer closed the connection (close_notify).
+    Closed,
+}
+
+/// A TLS error as an I/O error whose message the driver reports (see `TlsFailure`).
+fn tls_error(e: rustls::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e)
+}
+
+/// Appends what `write` puts into `out` (grown to `guess` spare bytes, or to the size the
+/// writer asks for when that was too little).
+fn append<E>(
+    out: &mut Vec<u8>,
+    guess: usize,
+    mut write: impl FnMut(&mut [u8]) -> Result<usize, E>,
+    too_small: impl Fn(&E) -> Option<usize>,
+) -> Result<(), E> {
+    let start = out.len();
+    out.resize(start + guess, 0);
+    let result = match write(&mut out[start..]) {
+        Err(e) => match too_small(&e) {
+            Some(required) => {
+                out.resize(start + required, 0);
+                write(&mut out[start..])
+            }
+            None => Err(e),
+        },
+        done => done,
+    };
+    match result {
+        Ok(n) => {
+            out.truncate(start + n);
+            Ok(())
+        }
+        Err(e) => {
+            out.truncate(start);
+            Err(e)
+        }
+    }
+}
+
+impl Tls {
+    fn new(conn: UnbufferedClientConnection) -> Self {
+        Self {
+            conn,
+            incoming: vec![0; READ_SIZE + RECORD_ROOM],
+            filled: 0,
+            outgoing: Vec::new(),
+            sent: 0,
+            stash: BytesMut::new(),
+            peer_closed: false,
+        }
+    }
+
+    fn unsent(&self) -> &[u8] {
+        self.outgoing.get(self.sent..).unwrap_or_default()
+    }
+
+    /// Processes the complete records read so far: application data is appended to
+    /// `plain`, handshake and alert records the connection owes go to `outgoing`, and `app`
+    /// (when not empty) is encrypted into `outgoing` once application data may be sent.
+    /// Returns how much plaintext was appended and where it stopped.
+    fn process(&mut self, plain: &mut BytesMut, app: &[u8]) -> io::Result<(usize, Stop)> {
+        let Self {
+            conn,
+            incoming,
+            filled,
+            outgoing,
+            peer_closed,
+            ..
+        } = self;
+        let mut start = 0;
+        let mut moved = 0;
+        // Bounded: every round consumes a record (at least 5 bytes) or emits one; the
+        // buffer holds fewer records than this.
+        let mut stop = Stop::Traffic;
+        for _ in 0..incoming.len() {
+            let region = incoming.get_mut(start..*filled).unwrap_or_default();
+            let status = conn.process_tls_records(region);
+            let mut discard = status.discard;
+            let state = status.state.map_err(tls_error)?;
+            let done = match state {
+                ConnectionState::ReadTraffic(mut traffic) => {
+                    while let Some(record) = traffic.next_record() {
+                        let record = record.map_err(tls_error)?;
+                        plain.extend_from_slice(record.payload);
+                        moved += record.payload.len();
+                        discard += record.discard;
+                    }
+                    None
+                }
+                ConnectionState::EncodeTlsData(mut encode) => {
+                    append(
+                        outgoing,
+                        RECORD_ROOM,
+                        |buf| encode.encode(buf),
+                        |e| match e {
+                            EncodeError::InsufficientSize(InsufficientSizeError {
+                                required_size,
+                            }) => Some(*required_size),
+                            _ => None,
+                        },
+                    )
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+                    None
+                }
+                // The bytes are in `outgoing`: sent before the next read (handshake) or
+                // by the driver's flush (`needs_flush`).
+                ConnectionState::TransmitTlsData(transmit) => {
+                    transmit.done();
+                    None
+                }
+                ConnectionState::BlockedHandshake => Some(Stop::NeedRead),
+                ConnectionState::PeerClosed | ConnectionState::Closed => {
+                    *peer_closed = true;
+                    Some(Stop::Closed)
+                }
+                ConnectionState::WriteTraffic(mut traffic) => {
+                    if !app.is_empty() {
+                        let guess = app.len() + (app.len() / 16_384 + 1) * RECORD_OVERHEAD;
+                        append(
+                            outgoing,
+                            guess,
+                            |buf| traffic.encrypt(app, buf),
+                            |e| match e {
+                                EncryptError::InsufficientSize(InsufficientSizeError {
+                                    required_size,
+                                }) => Some(*required_size),
+                                _ => None,
+                            },
+                        )
+                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+                    }
+                    Some(Stop::Traffic)
+                }
+                _ => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "unexpected TLS state (early data)",
+                    ))
+                }
+            };
+            start += discard;
+            if let Some(s) = done {
+                stop = s;
+                break;
+            }
+        }
+        // What is left is at most a partial record: to the front for the next read.
+        let start = start.min(*filled);
+        incoming.copy_within(start..*filled, 0);
+        *filled -= start;
+        Ok((moved, stop))
+    }
+
+    /// Reads the socket once into `incoming`: `Ok(0)` at EOF.
+    fn poll_fill<S: AsyncRead + Unpin>(
+        &mut self,
+        io: &mut S,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<usize>> {
+        let Some(room) = self
+            .incoming
+            .get_mut(self.filled..)
+            .filter(|r| !r.is_empty())
+        else {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "TLS record larger than the read buffer",
+            )));
+        };
+        let mut buf = ReadBuf::new(room);
+        match Pin::new(io).poll_read(cx, &mut buf) {
+            Poll::Ready(Ok(())) => {
+                let n = buf.filled().len();
+                self.filled += n;
+                Poll::Ready(Ok(n))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Writes `outgoing` until it is sent or the socket is full.
+    fn poll_send<S: AsyncWrite + Unpin>(
+        &mut self,
+        io: &mut S,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        for _ in 0..WRITES_PER_FLUSH {
+            if self.unsent().is_empty() {
+                self.outgoing.clear();
+                self.sent = 0;
+                return Poll::Ready(Ok(()));
+            }
+            match Pin::new(&mut *io).poll_write(cx, self.unsent()) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => self.sent += n,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        // A socket taking a few bytes at a time: come back.
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> TlsStream<S> {
+    /// Runs the handshake for `name` over `io` (bounded in time by the caller).
+    ///
+    /// # Errors
+    /// A TLS failure (certificate, protocol) as an `InvalidData` error carrying rustls's
+    /// error; socket errors; `UnexpectedEof` when the peer closes during the handshake.
+    pub(crate) async fn connect(
+        io: S,
+        config: Arc<ClientConfig>,
+        name: ServerName<'static>,
+    ) -> io::Result<Self> {
+        let conn = UnbufferedClientConnection::new(config, name).map_err(tls_error)?;
+        let mut stream = Self {
+            io,
+            tls: Tls::new(conn),
+        };
+        for _ in 0..HANDSHAKE_ROUNDS {
+            let Self { io, tls } = &mut stream;
+            let mut stash = std::mem::take(&mut tls.stash);
+            let processed = tls.process(&mut stash, &[]);
+            tls.stash = stash;
+            let (_, stop) = processed?;
+            std::future::poll_fn(|cx| tls.poll_send(io, cx)).await?;
+            match stop {
+                Stop::Traffic => return Ok(stream),
+                Stop::NeedRead => {
+                    if std::future::poll_fn(|cx| tls.poll_fill(io, cx)).await? == 0 {
+                        return Err(io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            "the server closed the connection during the TLS handshake",
+                        ));
+                    }
+                }
+                Stop::Closed => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the server closed the TLS connection during the handshake",
+                    ))
+                }
+            }
+        }
+        Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "TLS handshake: too many rounds",
+        ))
+    }
+
+    /// Decrypts what has arrived into `buf`: every complete record of one socket read.
+    /// `Ok(0)` at EOF (close_notify or the socket closed), `Pending` when nothing is there.
+    fn read_into(&mut self, cx: &mut Context<'_>, buf: &mut BytesMut) -> Poll<io::Result<usize>> {
+        let tls = &mut self.tls;
+        if !tls.stash.is_empty() {
+            let n = tls.stash.len();
+            buf.extend_from_slice(&tls.stash);
+            tls.stash.clear();
+            return Poll::Ready(Ok(n));
+        }
+        // Bounded: a read that brings only part of a record is followed by another.
+        for _ in 0..READS_PER_POLL {
+            if tls.peer_closed {
+                return Poll::Ready(Ok(0));
+            }
+            match tls.poll_fill(&mut self.io, cx) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Ok(0)),
+                Poll::Ready(Ok(_)) => {}
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+            let (moved, _) = tls.process(buf, &[])?;
+            if moved > 0 {
+                return Poll::Ready(Ok(moved));
+            }
+        }
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for TlsStream<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.tls.stash.is_empty() {
+            let mut stash = std::mem::take(&mut this.tls.stash);
+            let read = this.read_into(cx, &mut stash);
+            this.tls.stash = stash;
+            if let Poll::Ready(Err(e)) = read {
+                return Poll::Ready(Err(e));
+            }
+            if read.is_pending() {
+                return Poll::Pending;
+            }
+        }
+        let n = this.tls.stash.len().min(buf.remaining());
+        buf.put_slice(&this.tls.stash[..n]);
+        this.tls.stash.advance(n);
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for TlsStream<S> {
+    /// Encrypts `data` (up to 256 KiB of it) into one buffer and writes it with one socket
+    /// write; what the socket does not take waits for the next write or flush. `Pending`
+    /// while ciphertext from before is still unsent.
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let Self { io, tls } = self.get_mut();
+        if !tls.unsent().is_empty() {
+            match tls.poll_send(io, cx) {
+                Poll::Ready(Ok(())) => {}
+                other => return other.map_ok(|()| 0),
+            }
+        }
+        let data = data.get(..WRITE_CHUNK).unwrap_or(data);
+        let mut stash = std::mem::take(&mut tls.stash);
+        let processed = tls.process(&mut stash, data);
+        tls.stash = stash;
+        match processed? {
+            (_, Stop::Traffic) => {}
+            (_, Stop::Closed) | (_, Stop::NeedRead) => {
+                return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()))
+            }
+        }
+        // One write; the rest (a full socket) is sent by the next write or flush.
+        if let Poll::Ready(Err(e)) = tls.poll_send(io, cx) {
+            return Poll::Ready(Err(e));
+        }
+        Poll::Ready(Ok(data.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let Self { io, tls } = self.get_mut();
+        match tls.poll_send(io, cx) {
+            Poll::Ready(Ok(())) => Pin::new(io).poll_flush(cx),
+            other => other,
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let Self { io, tls } = self.get_mut();
+        match tls.poll_send(io, cx) {
+            Poll::Ready(Ok(())) => Pin::new(io).poll_shutdown(cx),
+            other => other,
+        }
+    }
+}
+
+impl Transport for TlsStream {
+    type Parked = ParkedTls;
+
+    fn poll_read_into(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut BytesMut,
+    ) -> Poll<io::Result<usize>> {
+        self.read_into(cx, buf)
+    }
+
+    fn needs_flush(&self) -> bool {
+        !self.tls.unsent().is_empty()
+    }
+
+    /// The socket leaves the reactor; the TLS state stays beside it.
+    fn park(self) -> io::Result<ParkedTls> {
+        Ok(ParkedTls {
+            io: self.io.into_std()?,
+            tls: self.tls,
+        })
+    }
+
+    fn unpark(parked: ParkedTls) -> io::Result<Self> {
+        Ok(Self {
+            io: tokio::net::TcpStream::from_std(parked.io)?,
+            tls: parked.tls,
+        })
+    }
+}

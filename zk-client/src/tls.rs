@@ -173,6 +173,9 @@ impl TlsOptions {
                     .map_err(|e| Error::Tls(format!("client certificate: {e}")))?
             }
         };
+        let mut config = config;
+        // The records are sealed and opened by the driver with the negotiated keys.
+        config.enable_secret_extraction = true;
         Ok(Arc::new(config))
     }
 

@@ -19,6 +19,8 @@ mod probe;
 #[cfg(feature = "tls")]
 pub(crate) mod tls;
 #[cfg(feature = "tls")]
+mod tls_records;
+#[cfg(feature = "tls")]
 mod tls_stream;
 pub(crate) mod transport;
 

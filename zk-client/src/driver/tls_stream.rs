@@ -1,8 +1,9 @@
-//! A TLS connection of our own: rustls's unbuffered client connection over a tokio
-//! `TcpStream`, so that the data phase costs one socket read per pass (64 KiB, not rustls's
-//! 4 KiB), decrypts the records where they were read (no copy into a rustls buffer),
-//! encrypts a whole write buffer into one ciphertext buffer written with one `write`, and can
-//! take the socket out of the reactor during a deep-pipeline pause like plain TCP.
+//! A TLS connection of our own over a tokio `TcpStream`: the handshake with rustls's
+//! unbuffered client connection, then the records with `tls_records` on the keys rustls
+//! negotiated. The data phase costs one socket read per pass (64 KiB, not rustls's 4 KiB),
+//! opens the records where they were read, seals a whole write buffer into one ciphertext
+//! buffer written with one `write`, and can take the socket out of the reactor during a
+//! deep-pipeline pause like plain TCP.
 
 use std::io;
 use std::pin::Pin;
@@ -12,10 +13,11 @@ use std::task::{Context, Poll};
 use bytes::{Buf, BytesMut};
 use rustls::client::UnbufferedClientConnection;
 use rustls::pki_types::ServerName;
-use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError, InsufficientSizeError};
+use rustls::unbuffered::{ConnectionState, EncodeError, InsufficientSizeError};
 use rustls::ClientConfig;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use super::tls_records::{open_all, Records};
 use super::transport::Transport;
 
 /// Bytes one socket read may bring.
@@ -25,8 +27,6 @@ const READ_SIZE: usize = 64 * 1024;
 const RECORD_ROOM: usize = 18 * 1024;
 /// Plaintext encrypted per write call (the rest waits for the next).
 const WRITE_CHUNK: usize = 256 * 1024;
-/// Ciphertext bytes beyond the plaintext, per record, to size the output buffer.
-const RECORD_OVERHEAD: usize = 64;
 /// Round trips a handshake may take (a TLS 1.2 or 1.3 handshake needs 2 or 3).
 const HANDSHAKE_ROUNDS: usize = 16;
 /// Socket reads one `poll_read_into` may do when they bring only partial records.
@@ -48,24 +48,31 @@ pub(crate) struct ParkedTls {
 
 /// The TLS state: the connection's keys and the two buffers of ciphertext.
 struct Tls {
-    conn: UnbufferedClientConnection,
-    /// Ciphertext read and not yet decrypted: `incoming[..filled]`, at most one partial
-    /// record between calls.
-    incoming: Vec<u8>,
-    filled: usize,
-    /// Ciphertext to send: `outgoing[sent..]`.
-    outgoing: Vec<u8>,
-    sent: usize,
-    /// Plaintext decrypted outside a read (while encrypting), handed out by the next read.
+    records: Records,
+    buffers: Buffers,
+    /// Plaintext read by `AsyncRead::poll_read` and not yet handed out.
     stash: BytesMut,
     /// The peer sent close_notify: EOF once the plaintext before it is handed out.
     peer_closed: bool,
+    /// Our close_notify is sealed.
+    closing: bool,
 }
 
-/// Where processing the buffered records stopped.
+/// Ciphertext both ways.
+struct Buffers {
+    /// Read and not yet opened: `incoming[..filled]`, at most one partial record between
+    /// calls.
+    incoming: Vec<u8>,
+    filled: usize,
+    /// To send: `outgoing[sent..]`.
+    outgoing: Vec<u8>,
+    sent: usize,
+}
+
+/// Where a handshake step stopped.
 enum Stop {
-    /// Every complete record is processed; application data may be sent.
-    Traffic,
+    /// The handshake is complete.
+    Done,
     /// The handshake needs bytes from the peer.
     NeedRead,
     /// The peer closed the connection (close_notify).
@@ -109,16 +116,13 @@ fn append<E>(
     }
 }
 
-impl Tls {
-    fn new(conn: UnbufferedClientConnection) -> Self {
+impl Buffers {
+    fn new() -> Self {
         Self {
-            conn,
             incoming: vec![0; READ_SIZE + RECORD_ROOM],
             filled: 0,
             outgoing: Vec::new(),
             sent: 0,
-            stash: BytesMut::new(),
-            peer_closed: false,
         }
     }
 
@@ -126,101 +130,12 @@ impl Tls {
         self.outgoing.get(self.sent..).unwrap_or_default()
     }
 
-    /// Processes the complete records read so far: application data is appended to
-    /// `plain`, handshake and alert records the connection owes go to `outgoing`, and `app`
-    /// (when not empty) is encrypted into `outgoing` once application data may be sent.
-    /// Returns how much plaintext was appended and where it stopped.
-    fn process(&mut self, plain: &mut BytesMut, app: &[u8]) -> io::Result<(usize, Stop)> {
-        let Self {
-            conn,
-            incoming,
-            filled,
-            outgoing,
-            peer_closed,
-            ..
-        } = self;
-        let mut start = 0;
-        let mut moved = 0;
-        // Bounded: every round consumes a record (at least 5 bytes) or emits one; the
-        // buffer holds fewer records than this.
-        let mut stop = Stop::Traffic;
-        for _ in 0..incoming.len() {
-            let region = incoming.get_mut(start..*filled).unwrap_or_default();
-            let status = conn.process_tls_records(region);
-            let mut discard = status.discard;
-            let state = status.state.map_err(tls_error)?;
-            let done = match state {
-                ConnectionState::ReadTraffic(mut traffic) => {
-                    while let Some(record) = traffic.next_record() {
-                        let record = record.map_err(tls_error)?;
-                        plain.extend_from_slice(record.payload);
-                        moved += record.payload.len();
-                        discard += record.discard;
-                    }
-                    None
-                }
-                ConnectionState::EncodeTlsData(mut encode) => {
-                    append(
-                        outgoing,
-                        RECORD_ROOM,
-                        |buf| encode.encode(buf),
-                        |e| match e {
-                            EncodeError::InsufficientSize(InsufficientSizeError {
-                                required_size,
-                            }) => Some(*required_size),
-                            _ => None,
-                        },
-                    )
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
-                    None
-                }
-                // The bytes are in `outgoing`: sent before the next read (handshake) or
-                // by the driver's flush (`needs_flush`).
-                ConnectionState::TransmitTlsData(transmit) => {
-                    transmit.done();
-                    None
-                }
-                ConnectionState::BlockedHandshake => Some(Stop::NeedRead),
-                ConnectionState::PeerClosed | ConnectionState::Closed => {
-                    *peer_closed = true;
-                    Some(Stop::Closed)
-                }
-                ConnectionState::WriteTraffic(mut traffic) => {
-                    if !app.is_empty() {
-                        let guess = app.len() + (app.len() / 16_384 + 1) * RECORD_OVERHEAD;
-                        append(
-                            outgoing,
-                            guess,
-                            |buf| traffic.encrypt(app, buf),
-                            |e| match e {
-                                EncryptError::InsufficientSize(InsufficientSizeError {
-                                    required_size,
-                                }) => Some(*required_size),
-                                _ => None,
-                            },
-                        )
-                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
-                    }
-                    Some(Stop::Traffic)
-                }
-                _ => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        "unexpected TLS state (early data)",
-                    ))
-                }
-            };
-            start += discard;
-            if let Some(s) = done {
-                stop = s;
-                break;
-            }
-        }
-        // What is left is at most a partial record: to the front for the next read.
-        let start = start.min(*filled);
-        incoming.copy_within(start..*filled, 0);
-        *filled -= start;
-        Ok((moved, stop))
+    /// Drops `n` consumed bytes from the front of `incoming` (what is left is at most a
+    /// partial record).
+    fn consume(&mut self, n: usize) {
+        let n = n.min(self.filled);
+        self.incoming.copy_within(n..self.filled, 0);
+        self.filled -= n;
     }
 
     /// Reads the socket once into `incoming`: `Ok(0)` at EOF.
@@ -276,33 +191,102 @@ impl Tls {
     }
 }
 
+/// One handshake step: processes the handshake records read so far; the records the
+/// connection owes the peer go to `outgoing`.
+fn handshake_step(conn: &mut UnbufferedClientConnection, bufs: &mut Buffers) -> io::Result<Stop> {
+    let mut start = 0;
+    // Bounded: every round consumes a record (at least 5 bytes) or emits one, and a
+    // handshake has a few of each.
+    for _ in 0..bufs.incoming.len() {
+        let region = bufs
+            .incoming
+            .get_mut(start..bufs.filled)
+            .unwrap_or_default();
+        let status = conn.process_tls_records(region);
+        let discard = status.discard;
+        let stop = match status.state.map_err(tls_error)? {
+            ConnectionState::EncodeTlsData(mut encode) => {
+                append(
+                    &mut bufs.outgoing,
+                    RECORD_ROOM,
+                    |buf| encode.encode(buf),
+                    |e| match e {
+                        EncodeError::InsufficientSize(InsufficientSizeError { required_size }) => {
+                            Some(*required_size)
+                        }
+                        _ => None,
+                    },
+                )
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+                None
+            }
+            // The bytes are in `outgoing`, sent before the next read.
+            ConnectionState::TransmitTlsData(transmit) => {
+                transmit.done();
+                None
+            }
+            ConnectionState::BlockedHandshake => Some(Stop::NeedRead),
+            ConnectionState::PeerClosed | ConnectionState::Closed => Some(Stop::Closed),
+            ConnectionState::WriteTraffic(_) => Some(Stop::Done),
+            ConnectionState::ReadTraffic(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "TLS: application data before the handshake completed",
+                ))
+            }
+            _ => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "unexpected TLS state (early data)",
+                ))
+            }
+        };
+        start += discard;
+        if let Some(stop) = stop {
+            bufs.consume(start);
+            return Ok(stop);
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::InvalidData,
+        "TLS handshake: too many records",
+    ))
+}
+
 impl<S: AsyncRead + AsyncWrite + Unpin> TlsStream<S> {
-    /// Runs the handshake for `name` over `io` (bounded in time by the caller).
+    /// Runs the handshake for `name` over `io` (bounded in time by the caller). `config`
+    /// must allow secret extraction (the records are protected by `tls_records`).
     ///
     /// # Errors
     /// A TLS failure (certificate, protocol) as an `InvalidData` error carrying rustls's
     /// error; socket errors; `UnexpectedEof` when the peer closes during the handshake.
     pub(crate) async fn connect(
-        io: S,
+        mut io: S,
         config: Arc<ClientConfig>,
         name: ServerName<'static>,
     ) -> io::Result<Self> {
-        let conn = UnbufferedClientConnection::new(config, name).map_err(tls_error)?;
-        let mut stream = Self {
-            io,
-            tls: Tls::new(conn),
-        };
+        let mut conn = UnbufferedClientConnection::new(config, name).map_err(tls_error)?;
+        let mut bufs = Buffers::new();
         for _ in 0..HANDSHAKE_ROUNDS {
-            let Self { io, tls } = &mut stream;
-            let mut stash = std::mem::take(&mut tls.stash);
-            let processed = tls.process(&mut stash, &[]);
-            tls.stash = stash;
-            let (_, stop) = processed?;
-            std::future::poll_fn(|cx| tls.poll_send(io, cx)).await?;
+            let stop = handshake_step(&mut conn, &mut bufs)?;
+            std::future::poll_fn(|cx| bufs.poll_send(&mut io, cx)).await?;
             match stop {
-                Stop::Traffic => return Ok(stream),
+                Stop::Done => {
+                    let (secrets, kernel) =
+                        conn.dangerous_into_kernel_connection().map_err(tls_error)?;
+                    return Ok(Self {
+                        io,
+                        tls: Tls {
+                            records: Records::new(secrets, kernel)?,
+                            buffers: bufs,
+                            stash: BytesMut::new(),
+                            peer_closed: false,
+                            closing: false,
+                        },
+                    });
+                }
                 Stop::NeedRead => {
-                    if std::future::poll_fn(|cx| tls.poll_fill(io, cx)).await? == 0 {
+                    if std::future::poll_fn(|cx| bufs.poll_fill(&mut io, cx)).await? == 0 {
                         return Err(io::Error::new(
                             io::ErrorKind::UnexpectedEof,
                             "the server closed the connection during the TLS handshake",
@@ -323,30 +307,32 @@ impl<S: AsyncRead + AsyncWrite + Unpin> TlsStream<S> {
         ))
     }
 
-    /// Decrypts what has arrived into `buf`: every complete record of one socket read.
+    /// Opens what has arrived into `buf`: every complete record of one socket read.
     /// `Ok(0)` at EOF (close_notify or the socket closed), `Pending` when nothing is there.
     fn read_into(&mut self, cx: &mut Context<'_>, buf: &mut BytesMut) -> Poll<io::Result<usize>> {
         let tls = &mut self.tls;
-        if !tls.stash.is_empty() {
-            let n = tls.stash.len();
-            buf.extend_from_slice(&tls.stash);
-            tls.stash.clear();
-            return Poll::Ready(Ok(n));
-        }
         // Bounded: a read that brings only part of a record is followed by another.
         for _ in 0..READS_PER_POLL {
             if tls.peer_closed {
                 return Poll::Ready(Ok(0));
             }
-            match tls.poll_fill(&mut self.io, cx) {
+            match tls.buffers.poll_fill(&mut self.io, cx) {
                 Poll::Ready(Ok(0)) => return Poll::Ready(Ok(0)),
                 Poll::Ready(Ok(_)) => {}
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Pending => return Poll::Pending,
             }
-            let (moved, _) = tls.process(buf, &[])?;
-            if moved > 0 {
-                return Poll::Ready(Ok(moved));
+            let bufs = &mut tls.buffers;
+            let opened = open_all(
+                &mut tls.records,
+                &mut bufs.incoming[..bufs.filled],
+                buf,
+                &mut bufs.outgoing,
+            )?;
+            bufs.consume(opened.consumed);
+            tls.peer_closed = opened.closed;
+            if opened.moved > 0 {
+                return Poll::Ready(Ok(opened.moved));
             }
         }
         cx.waker().wake_by_ref();
@@ -365,11 +351,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for TlsStream<S> {
             let mut stash = std::mem::take(&mut this.tls.stash);
             let read = this.read_into(cx, &mut stash);
             this.tls.stash = stash;
-            if let Poll::Ready(Err(e)) = read {
-                return Poll::Ready(Err(e));
-            }
-            if read.is_pending() {
-                return Poll::Pending;
+            match read {
+                Poll::Ready(Ok(_)) => {}
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
             }
         }
         let n = this.tls.stash.len().min(buf.remaining());
@@ -380,7 +365,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for TlsStream<S> {
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for TlsStream<S> {
-    /// Encrypts `data` (up to 256 KiB of it) into one buffer and writes it with one socket
+    /// Seals `data` (up to 256 KiB of it) into one buffer and writes it with one socket
     /// write; what the socket does not take waits for the next write or flush. `Pending`
     /// while ciphertext from before is still unsent.
     fn poll_write(
@@ -389,24 +374,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for TlsStream<S> {
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
         let Self { io, tls } = self.get_mut();
-        if !tls.unsent().is_empty() {
-            match tls.poll_send(io, cx) {
+        if !tls.buffers.unsent().is_empty() {
+            match tls.buffers.poll_send(io, cx) {
                 Poll::Ready(Ok(())) => {}
                 other => return other.map_ok(|()| 0),
             }
         }
         let data = data.get(..WRITE_CHUNK).unwrap_or(data);
-        let mut stash = std::mem::take(&mut tls.stash);
-        let processed = tls.process(&mut stash, data);
-        tls.stash = stash;
-        match processed? {
-            (_, Stop::Traffic) => {}
-            (_, Stop::Closed) | (_, Stop::NeedRead) => {
-                return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()))
-            }
-        }
+        tls.records.seal_data(&mut tls.buffers.outgoing, data)?;
         // One write; the rest (a full socket) is sent by the next write or flush.
-        if let Poll::Ready(Err(e)) = tls.poll_send(io, cx) {
+        if let Poll::Ready(Err(e)) = tls.buffers.poll_send(io, cx) {
             return Poll::Ready(Err(e));
         }
         Poll::Ready(Ok(data.len()))
@@ -414,15 +391,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for TlsStream<S> {
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let Self { io, tls } = self.get_mut();
-        match tls.poll_send(io, cx) {
+        match tls.buffers.poll_send(io, cx) {
             Poll::Ready(Ok(())) => Pin::new(io).poll_flush(cx),
             other => other,
         }
     }
 
+    /// Sends close_notify (once), then shuts the socket's sending side.
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let Self { io, tls } = self.get_mut();
-        match tls.poll_send(io, cx) {
+        if !tls.closing {
+            tls.closing = true;
+            tls.records.seal_close_notify(&mut tls.buffers.outgoing)?;
+        }
+        match tls.buffers.poll_send(io, cx) {
             Poll::Ready(Ok(())) => Pin::new(io).poll_shutdown(cx),
             other => other,
         }
@@ -437,11 +419,17 @@ impl Transport for TlsStream {
         cx: &mut Context<'_>,
         buf: &mut BytesMut,
     ) -> Poll<io::Result<usize>> {
+        if !self.tls.stash.is_empty() {
+            let n = self.tls.stash.len();
+            buf.extend_from_slice(&self.tls.stash);
+            self.tls.stash.clear();
+            return Poll::Ready(Ok(n));
+        }
         self.read_into(cx, buf)
     }
 
     fn needs_flush(&self) -> bool {
-        !self.tls.unsent().is_empty()
+        !self.tls.buffers.unsent().is_empty()
     }
 
     /// The socket leaves the reactor; the TLS state stays beside it.

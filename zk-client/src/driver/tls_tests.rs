@@ -239,7 +239,7 @@ async fn tls13_key_updates_from_the_server_are_followed_both_ways() {
     for round in 0..3 {
         conn.refresh_traffic_keys().expect("key update");
         let chunk = format!("after key update {round}").into_bytes();
-        io.write_all(&records(&mut conn, &[chunk.clone()]))
+        io.write_all(&records(&mut conn, std::slice::from_ref(&chunk)))
             .await
             .expect("send");
         let got = read_exactly(&mut client, chunk.len()).await;

@@ -139,6 +139,12 @@ impl Records {
         })
     }
 
+    /// Lowers the confidentiality limit, to reach it in a test.
+    #[cfg(test)]
+    pub(crate) fn set_limit(&mut self, limit: u64) {
+        self.limit = limit;
+    }
+
     /// Appends `data` to `out` as records of type `typ` (application data: 23).
     pub(crate) fn seal(&mut self, out: &mut Vec<u8>, typ: u8, data: &[u8]) -> io::Result<()> {
         for chunk in data.chunks(MAX_PLAINTEXT) {

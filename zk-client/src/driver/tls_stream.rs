@@ -317,6 +317,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> TlsStream<S> {
             if tls.peer_closed {
                 return Poll::Ready(Ok(0));
             }
+            // Records a read made us owe the peer (a TLS 1.3 key update) go out without
+            // waiting for the next request; a full socket keeps them for the next write.
+            if !tls.buffers.unsent().is_empty() {
+                if let Poll::Ready(Err(e)) = tls.buffers.poll_send(&mut self.io, cx) {
+                    return Poll::Ready(Err(e));
+                }
+            }
             match tls.buffers.poll_fill(&mut self.io, cx) {
                 Poll::Ready(Ok(0)) => return Poll::Ready(Ok(0)),
                 Poll::Ready(Ok(_)) => {}

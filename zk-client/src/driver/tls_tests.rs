@@ -303,3 +303,50 @@ async fn a_parked_connection_reads_what_arrived_meanwhile() {
     .expect("in time");
     assert_eq!(&buf[..], b"while parked");
 }
+
+#[tokio::test]
+async fn at_the_record_limit_tls13_updates_its_key_and_tls12_ends_the_connection() {
+    for version in VERSIONS {
+        let (mut client, mut conn, mut io) = pair(version, 1 << 20).await;
+        client.tls.records.set_limit(3);
+        let mut sent = Vec::new();
+        let mut failed = None;
+        for i in 0..8u8 {
+            let chunk = [b'a' + i; 10];
+            let wrote = timeout(LIMIT, async {
+                client.write_all(&chunk).await?;
+                client.flush().await
+            })
+            .await
+            .expect("in time");
+            match wrote {
+                Ok(()) => sent.extend_from_slice(&chunk),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        let mut wire = vec![0; 64 * 1024];
+        let mut got = Vec::new();
+        timeout(LIMIT, async {
+            while got.len() < sent.len() {
+                let n = io.read(&mut wire).await.expect("read");
+                assert_ne!(n, 0);
+                feed(&mut conn, &wire[..n], &mut got);
+            }
+        })
+        .await
+        .expect("in time");
+        assert_eq!(got, sent, "{version:?}");
+        if version == &rustls::version::TLS13 {
+            assert!(failed.is_none(), "{failed:?}");
+            assert_eq!(sent.len(), 80, "every record after key updates");
+        } else {
+            let err = failed.expect("TLS 1.2 stops at the limit");
+            assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
+            // Records 1 and 2 (the Finished message was record 0).
+            assert_eq!(sent.len(), 20, "records up to the limit");
+        }
+    }
+}

@@ -11,20 +11,19 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::{Buf, BytesMut};
-use rustls::client::UnbufferedClientConnection;
+use rustls::client::{ClientConnectionData, UnbufferedClientConnection};
 use rustls::pki_types::ServerName;
-use rustls::unbuffered::{ConnectionState, EncodeError, InsufficientSizeError};
+use rustls::unbuffered::{ConnectionState, EncodeError, EncodeTlsData, InsufficientSizeError};
 use rustls::ClientConfig;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use super::tls_records::{open_all, Records};
+use super::tls_records::{open_all, Records, HEADER, MAX_CIPHERTEXT};
 use super::transport::Transport;
 
 /// Bytes one socket read may bring.
 const READ_SIZE: usize = 64 * 1024;
-/// Room for one whole record beyond a read (a record is at most 16 KiB of plaintext plus
-/// its header, padding and tag), so a partial record left over always completes.
-const RECORD_ROOM: usize = 18 * 1024;
+/// Room for one whole record beyond a read, so a partial record left over always completes.
+const RECORD_ROOM: usize = HEADER + MAX_CIPHERTEXT;
 /// Plaintext encrypted per write call (the rest waits for the next).
 const WRITE_CHUNK: usize = 256 * 1024;
 /// Steps a handshake may take: each sends what is owed and reads the socket once (at
@@ -51,7 +50,8 @@ pub(crate) struct ParkedTls {
 struct Tls {
     records: Records,
     buffers: Buffers,
-    /// Plaintext read by `AsyncRead::poll_read` and not yet handed out.
+    /// Plaintext read and not yet handed out (by `AsyncRead::poll_read`, or right behind
+    /// the handshake).
     stash: BytesMut,
     /// The peer sent close_notify: EOF once the plaintext before it is handed out.
     peer_closed: bool,
@@ -85,34 +85,26 @@ fn tls_error(e: rustls::Error) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e)
 }
 
-/// Appends what `write` puts into `out` (grown to `guess` spare bytes, or to the size the
-/// writer asks for when that was too little).
-fn append<E>(
+/// Appends the handshake record rustls encodes to `out` (grown to what it asks for).
+fn encode_into(
     out: &mut Vec<u8>,
-    guess: usize,
-    mut write: impl FnMut(&mut [u8]) -> Result<usize, E>,
-    too_small: impl Fn(&E) -> Option<usize>,
-) -> Result<(), E> {
+    encode: &mut EncodeTlsData<'_, ClientConnectionData>,
+) -> io::Result<()> {
     let start = out.len();
-    out.resize(start + guess, 0);
-    let result = match write(&mut out[start..]) {
-        Err(e) => match too_small(&e) {
-            Some(required) => {
-                out.resize(start + required, 0);
-                write(&mut out[start..])
-            }
-            None => Err(e),
-        },
-        done => done,
-    };
-    match result {
+    out.resize(start + RECORD_ROOM, 0);
+    let mut written = encode.encode(&mut out[start..]);
+    if let Err(EncodeError::InsufficientSize(InsufficientSizeError { required_size })) = written {
+        out.resize(start + required_size, 0);
+        written = encode.encode(&mut out[start..]);
+    }
+    match written {
         Ok(n) => {
             out.truncate(start + n);
             Ok(())
         }
         Err(e) => {
             out.truncate(start);
-            Err(e)
+            Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
         }
     }
 }
@@ -193,8 +185,13 @@ impl Buffers {
 }
 
 /// One handshake step: processes the handshake records read so far; the records the
-/// connection owes the peer go to `outgoing`.
-fn handshake_step(conn: &mut UnbufferedClientConnection, bufs: &mut Buffers) -> io::Result<Stop> {
+/// connection owes the peer go to `outgoing`, application data behind the handshake to
+/// `early`.
+fn handshake_step(
+    conn: &mut UnbufferedClientConnection,
+    bufs: &mut Buffers,
+    early: &mut BytesMut,
+) -> io::Result<Stop> {
     let mut start = 0;
     // Bounded: every round consumes a record (at least 5 bytes) or emits one, and a
     // handshake has a few of each.
@@ -207,18 +204,7 @@ fn handshake_step(conn: &mut UnbufferedClientConnection, bufs: &mut Buffers) -> 
         let discard = status.discard;
         let stop = match status.state.map_err(tls_error)? {
             ConnectionState::EncodeTlsData(mut encode) => {
-                append(
-                    &mut bufs.outgoing,
-                    RECORD_ROOM,
-                    |buf| encode.encode(buf),
-                    |e| match e {
-                        EncodeError::InsufficientSize(InsufficientSizeError { required_size }) => {
-                            Some(*required_size)
-                        }
-                        _ => None,
-                    },
-                )
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+                encode_into(&mut bufs.outgoing, &mut encode)?;
                 None
             }
             // The bytes are in `outgoing`, sent before the next read.
@@ -229,11 +215,12 @@ fn handshake_step(conn: &mut UnbufferedClientConnection, bufs: &mut Buffers) -> 
             ConnectionState::BlockedHandshake => Some(Stop::NeedRead),
             ConnectionState::PeerClosed | ConnectionState::Closed => Some(Stop::Closed),
             ConnectionState::WriteTraffic(_) => Some(Stop::Done),
-            ConnectionState::ReadTraffic(_) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "TLS: application data before the handshake completed",
-                ))
+            // Data right behind the server's last handshake message: the first read's.
+            ConnectionState::ReadTraffic(mut traffic) => {
+                while let Some(record) = traffic.next_record() {
+                    early.extend_from_slice(record.map_err(tls_error)?.payload);
+                }
+                None
             }
             _ => {
                 return Err(io::Error::new(
@@ -268,8 +255,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> TlsStream<S> {
     ) -> io::Result<Self> {
         let mut conn = UnbufferedClientConnection::new(config, name).map_err(tls_error)?;
         let mut bufs = Buffers::new();
+        let mut early = BytesMut::new();
         for _ in 0..HANDSHAKE_ROUNDS {
-            let stop = handshake_step(&mut conn, &mut bufs)?;
+            let stop = handshake_step(&mut conn, &mut bufs, &mut early)?;
             std::future::poll_fn(|cx| bufs.poll_send(&mut io, cx)).await?;
             match stop {
                 Stop::Done => {
@@ -280,7 +268,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> TlsStream<S> {
                         tls: Tls {
                             records: Records::new(secrets, kernel)?,
                             buffers: bufs,
-                            stash: BytesMut::new(),
+                            stash: early,
                             peer_closed: false,
                             closing: false,
                         },

@@ -350,3 +350,42 @@ async fn at_the_record_limit_tls13_updates_its_key_and_tls12_ends_the_connection
         }
     }
 }
+
+#[tokio::test]
+async fn data_right_behind_the_handshake_is_not_lost() {
+    for version in VERSIONS {
+        let (client_io, server_io) = duplex(1 << 20);
+        // The server writes at once after its last handshake message, before the client
+        // runs again: both arrive in one read.
+        let server = tokio::spawn(async move {
+            let mut tls = acceptor(version, true)
+                .accept(server_io)
+                .await
+                .expect("server handshake");
+            tls.write_all(b"first").await.expect("send");
+            tls.flush().await.expect("flush");
+            tls
+        });
+        let name = ServerName::try_from("localhost").expect("name");
+        let mut client = timeout(LIMIT, TlsStream::connect(client_io, client_config(), name))
+            .await
+            .expect("in time")
+            .expect("handshake");
+        let _server = timeout(LIMIT, server)
+            .await
+            .expect("in time")
+            .expect("task");
+        let mut got = Vec::new();
+        timeout(LIMIT, async {
+            while got.len() < 5 {
+                let mut chunk = [0; 16];
+                let n = client.read(&mut chunk).await.expect("read");
+                assert_ne!(n, 0, "EOF");
+                got.extend_from_slice(&chunk[..n]);
+            }
+        })
+        .await
+        .expect("in time");
+        assert_eq!(got, b"first", "{version:?}");
+    }
+}

@@ -12,7 +12,8 @@
 //!
 //! `run` makes one session, one warm-up read, then N `getData` of the 100-byte node the
 //! server made: `seq` one at a time (the bench's W1), `pipe` 1,000 outstanding (W2). Compare
-//! a run of N with a run of N/10 to cancel the set-up.
+//! a run of N with a run of N/5 to cancel the set-up; `bench/tls_counts.sh BIN PLAIN TLS
+//! PKI_DIR` does that for both transports and modes (callgrind and strace counts per call).
 
 use std::time::Duration;
 

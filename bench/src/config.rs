@@ -72,6 +72,8 @@ pub(crate) struct Ctx {
     pub(crate) limits: Limits,
     /// zk-client connects over TLS with these (the `tls` workload only).
     pub(crate) tls: Option<zk_client::TlsOptions>,
+    /// zookeeper-client connects over TLS with these (the `tls` workload only).
+    pub(crate) theirs_tls: Option<zookeeper_client::TlsOptions>,
 }
 
 impl Ctx {

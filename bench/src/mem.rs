@@ -47,6 +47,7 @@ pub(crate) async fn mem_child(args: &Args, which: Which) -> Res<()> {
         sizes,
         limits: limits(args.quick),
         tls: None,
+        theirs_tls: None,
     };
     let n = sizes.idle_sessions;
     let kib = match which {

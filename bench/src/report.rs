@@ -25,8 +25,8 @@ pub(crate) struct Report {
     /// Samples of the diagnostic variants ([`Workload::diagnostic`]).
     pub(crate) diag: BTreeMap<Workload, Vec<Sample>>,
     pub(crate) failures: Vec<String>,
-    /// The `tls` workload: (over TLS, W1 sample, W2 sample) per run.
-    pub(crate) tls: Vec<(bool, Sample, Sample)>,
+    /// The `tls` workload: (client, over TLS, W1 sample, W2 sample) per run.
+    pub(crate) tls: Vec<(Which, bool, Sample, Sample)>,
 }
 
 impl Report {
@@ -138,42 +138,48 @@ impl Report {
         out
     }
 
-    /// zk-client over TLS against plain TCP, on one server.
+    /// Both clients over TLS against plain TCP, on one server.
     fn render_tls(&self, out: &mut String) {
         if self.tls.is_empty() {
             return;
         }
         let _ = writeln!(
             out,
-            "\n| tls: zk-client, one server with a plain and a TLS port | ops/s median, TCP | ops/s median, TLS | CPU µs/op, TCP | CPU µs/op, TLS | CPU TLS/TCP |"
+            "\n| tls: one server with a plain and a TLS port | ops/s median, TCP | ops/s median, TLS | CPU µs/op, TCP | CPU µs/op, TLS | CPU TLS/TCP |"
         );
         let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
-        let pick = |over_tls: bool, w2: bool| {
+        let pick = |which: Which, over_tls: bool, w2: bool| {
             let samples = self
                 .tls
                 .iter()
-                .filter(move |(t, _, _)| *t == over_tls)
-                .map(move |(_, a, b)| if w2 { b } else { a });
+                .filter(move |(c, t, _, _)| *c == which && *t == over_tls)
+                .map(move |(_, _, a, b)| if w2 { b } else { a });
             summarize(samples)
         };
         for (name, w2) in [
             ("W1 sequential getData", false),
             ("W2 pipelined getData", true),
         ] {
-            let (tcp, tls) = (pick(false, w2), pick(true, w2));
-            let _ = writeln!(
-                out,
-                "| {name} | {:.0} | {:.0} | {:.1} | {:.1} | **{:.2}x** |",
-                tcp.ops,
-                tls.ops,
-                tcp.cpu,
-                tls.cpu,
-                tls.cpu / tcp.cpu
-            );
+            for which in [Which::Ours, Which::Theirs] {
+                if !self.tls.iter().any(|(c, ..)| *c == which) {
+                    continue;
+                }
+                let (tcp, tls) = (pick(which, false, w2), pick(which, true, w2));
+                let _ = writeln!(
+                    out,
+                    "| {name}, {} | {:.0} | {:.0} | {:.1} | {:.1} | **{:.2}x** |",
+                    which.name(),
+                    tcp.ops,
+                    tls.ops,
+                    tcp.cpu,
+                    tls.cpu,
+                    tls.cpu / tcp.cpu
+                );
+            }
         }
         let _ = writeln!(
             out,
-            "\nTLS: rustls (ring), TLS 1.2 (ZooKeeper 3.8's default `ssl.protocol`), AES-GCM, client certificate. The server runs ZooKeeper's Netty connection factory (needed for its secure port) for both ports, so its TCP numbers are not the other tables' (NIO factory). Both runs of a round use the same server, alternating which goes first."
+            "\nTLS: both clients use rustls with ring, TLS 1.2 (ZooKeeper 3.8's default `ssl.protocol`), AES-GCM, the same client certificate and CA. The server runs ZooKeeper's Netty connection factory (needed for its secure port) for both ports, so its TCP numbers are not the other tables' (NIO factory). The TCP and TLS runs of a client in a round are back to back on the same server, alternating which goes first."
         );
     }
 

@@ -40,6 +40,7 @@ pub(crate) async fn run(args: &Args) -> Res<()> {
         sizes,
         limits: limits(args.quick),
         tls: None,
+        theirs_tls: None,
     };
     eprintln!(
         "server {connect}; {} round(s){}; runtime: {}",
@@ -196,8 +197,8 @@ async fn mem_round(report: &mut Report, args: &Args, ctx: &Ctx, round: usize) {
     }
 }
 
-/// zk-client's W1 and W2 over plain TCP and over TLS on one TLS-enabled server, alternating
-/// which goes first.
+/// W1 and W2 of both clients over plain TCP and over TLS on one TLS-enabled server,
+/// alternating which goes first.
 async fn tls_rounds(report: &mut Report, args: &Args, ctx: &Ctx) {
     eprintln!("starting a ZooKeeper with a secure client port (keystores made now) ...");
     let bed = match tls::TlsBed::start(ctx).await {
@@ -210,20 +211,26 @@ async fn tls_rounds(report: &mut Report, args: &Args, ctx: &Ctx) {
         } else {
             [true, false]
         };
-        for over_tls in order {
-            pause().await;
-            let c = if over_tls { &bed.tls } else { &bed.plain };
-            match tls::run(c).await {
-                Ok((w1, w2)) => {
-                    eprintln!(
-                        "round {round} tls     zk-client {:<5} W1 {:>7.1} us CPU/op, W2 {:>5.1} us CPU/op",
-                        if over_tls { "TLS" } else { "TCP" },
-                        w1.cpu_ms_per_1k(),
-                        w2.cpu_ms_per_1k()
-                    );
-                    report.tls.push((over_tls, w1, w2));
+        for which in [Which::Ours, Which::Theirs] {
+            for over_tls in order {
+                pause().await;
+                let c = if over_tls { &bed.tls } else { &bed.plain };
+                match tls::run(c, which).await {
+                    Ok((w1, w2)) => {
+                        eprintln!(
+                            "round {round} tls     {:<16} {:<5} W1 {:>7.1} us CPU/op, W2 {:>5.1} us CPU/op",
+                            which.name(),
+                            if over_tls { "TLS" } else { "TCP" },
+                            w1.cpu_ms_per_1k(),
+                            w2.cpu_ms_per_1k()
+                        );
+                        report.tls.push((which, over_tls, w1, w2));
+                    }
+                    Err(e) => report.fail(format!(
+                        "tls {} (over TLS: {over_tls}) round {round}: {e}",
+                        which.name()
+                    )),
                 }
-                Err(e) => report.fail(format!("tls (over TLS: {over_tls}) round {round}: {e}")),
             }
         }
     }

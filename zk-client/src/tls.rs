@@ -9,16 +9,14 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use tokio_rustls::rustls::client::danger::{
-    HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier,
-};
-use tokio_rustls::rustls::client::WebPkiServerVerifier;
-use tokio_rustls::rustls::crypto::ring;
-use tokio_rustls::rustls::{
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
+use rustls::crypto::ring;
+use rustls::{
     self, CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
 };
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 
 use crate::error::{Error, Result};
 
@@ -175,6 +173,9 @@ impl TlsOptions {
                     .map_err(|e| Error::Tls(format!("client certificate: {e}")))?
             }
         };
+        let mut config = config;
+        // The records are sealed and opened by the driver with the negotiated keys.
+        config.enable_secret_extraction = true;
         Ok(Arc::new(config))
     }
 

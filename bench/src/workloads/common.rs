@@ -74,7 +74,15 @@ pub(super) async fn connect_ours_with(ctx: &Ctx, batch_reads: bool) -> Res<zk_cl
 
 pub(crate) async fn connect_theirs(ctx: &Ctx) -> Res<zookeeper_client::Client> {
     bounded(ctx.limits.step, "connect (theirs)", async {
-        Ok(zookeeper_client::Client::connect(&ctx.connect).await?)
+        Ok(match &ctx.theirs_tls {
+            Some(tls) => {
+                zookeeper_client::Client::connector()
+                    .with_tls(tls.clone())
+                    .secure_connect(&ctx.connect)
+                    .await?
+            }
+            None => zookeeper_client::Client::connect(&ctx.connect).await?,
+        })
     })
     .await
 }

@@ -1,6 +1,7 @@
 //! tls: what TLS costs zk-client per request. One ZooKeeper with a plain and a secure client
-//! port (Netty, keystores made by `integration_tests::pki`); W1 and W2 with zk-client over
-//! plain TCP and over TLS (rustls), back to back, against that one server.
+//! port (Netty, keystores made by `integration_tests::pki`); W1 and W2 with zk-client and with
+//! the `zookeeper-client` crate over plain TCP and over TLS (both rustls with ring, both with
+//! the client certificate), back to back, against that one server.
 
 use integration_tests::pki::{ClientAuth, Pki};
 use integration_tests::Server;
@@ -32,16 +33,26 @@ impl TlsBed {
         let (cert, key) = pki.client_cert();
         let options = TlsOptions::new()
             .ca_file(pki.ca_pem())
-            .client_cert_files(cert, key);
+            .client_cert_files(&cert, &key);
+        // zookeeper-client builds its rustls config with the process's default provider.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let theirs = zookeeper_client::TlsOptions::new()
+            .with_pem_ca(&std::fs::read_to_string(pki.ca_pem())?)?
+            .with_pem_identity(
+                &std::fs::read_to_string(&cert)?,
+                &std::fs::read_to_string(&key)?,
+            )?;
         let plain = Ctx {
             connect: server.connect_string(),
             addr: server.addr(),
             tls: None,
+            theirs_tls: None,
             ..ctx.clone()
         };
         let tls = Ctx {
             connect: secure.to_string(),
             tls: Some(options),
+            theirs_tls: Some(theirs),
             ..plain.clone()
         };
         let admin = connect_ours(&plain).await?;
@@ -57,9 +68,9 @@ impl TlsBed {
     }
 }
 
-/// W1 and W2 (zk-client) on `ctx`: one sample each.
-pub(crate) async fn run(ctx: &Ctx) -> Res<(Sample, Sample)> {
-    let sequential = w1::run(ctx, Which::Ours).await?;
-    let pipelined = w2::run(ctx, Which::Ours, 1).await?;
+/// W1 and W2 of `which` on `ctx`: one sample each.
+pub(crate) async fn run(ctx: &Ctx, which: Which) -> Res<(Sample, Sample)> {
+    let sequential = w1::run(ctx, which).await?;
+    let pipelined = w2::run(ctx, which, 1).await?;
     Ok((sequential, pipelined))
 }

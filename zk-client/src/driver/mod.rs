@@ -18,6 +18,10 @@ mod kerberos;
 mod probe;
 #[cfg(feature = "tls")]
 pub(crate) mod tls;
+#[cfg(feature = "tls")]
+mod tls_records;
+#[cfg(feature = "tls")]
+mod tls_stream;
 pub(crate) mod transport;
 
 #[cfg(test)]

@@ -118,7 +118,7 @@ impl TlsFailure {
             return Some(failure.0.clone());
         }
         #[cfg(feature = "tls")]
-        if let Some(e) = inner.downcast_ref::<tokio_rustls::rustls::Error>() {
+        if let Some(e) = inner.downcast_ref::<rustls::Error>() {
             return Some(e.to_string());
         }
         None

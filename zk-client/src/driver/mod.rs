@@ -378,17 +378,32 @@ impl<C: Connector> Driver<C> {
         let Some(stream) = link.stream.as_mut() else {
             return Input::Read(Err(io::ErrorKind::NotConnected.into()));
         };
-        let (rbuf, wbuf, probe) = (&mut link.rbuf, &link.wbuf, &mut link.probe);
-        let unflushed = link.unflushed;
-        // Reading and writing poll the one stream in turn (no split halves to allocate).
+        let (rbuf, wbuf, probe) = (&mut link.rbuf, &mut link.wbuf, &mut link.probe);
+        let unflushed = &mut link.unflushed;
+        // Reading and writing poll the one stream in turn (no split halves to allocate). A
+        // write or flush that completes is accounted for here and the stream polled on,
+        // rather than going round the loop (feed, timer, select) once more per request: a
+        // write changes nothing the session or `feed` look at.
         let io = std::future::poll_fn(|cx| {
-            if !wbuf.is_empty() {
-                if let Poll::Ready(r) = Pin::new(&mut *stream).poll_write(cx, wbuf) {
-                    return Poll::Ready(Input::Wrote(r));
-                }
-            } else if unflushed {
-                if let Poll::Ready(r) = Pin::new(&mut *stream).poll_flush(cx) {
-                    return Poll::Ready(Input::Flushed(r));
+            loop {
+                if !wbuf.is_empty() {
+                    match Pin::new(&mut *stream).poll_write(cx, wbuf) {
+                        Poll::Ready(Ok(n)) if n > 0 => {
+                            crate::metrics::bytes_sent(n);
+                            wbuf.advance(n);
+                            *unflushed = Transport::needs_flush(&*stream);
+                        }
+                        Poll::Ready(r) => return Poll::Ready(Input::Wrote(r)),
+                        Poll::Pending => break,
+                    }
+                } else if *unflushed {
+                    match Pin::new(&mut *stream).poll_flush(cx) {
+                        Poll::Ready(Ok(())) => *unflushed = false,
+                        Poll::Ready(r) => return Poll::Ready(Input::Flushed(r)),
+                        Poll::Pending => break,
+                    }
+                } else {
+                    break;
                 }
             }
             stream.poll_read_into(cx, rbuf).map(Input::Read)

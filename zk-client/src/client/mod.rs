@@ -94,9 +94,14 @@ impl Future for Pending {
     }
 }
 
+/// Room reserved for an encoded request body: enough for nearly every request (a create's
+/// path, ACL and small data, a lock node's getData or delete) to be encoded without growing
+/// the buffer (each growth is a `realloc` and a copy); the same cost to allocate as less.
+const BODY_CAPACITY: usize = 256;
+
 /// Encodes a request body.
 pub(crate) fn encode<R: Record>(record: &R) -> Bytes {
-    let mut buf = BytesMut::with_capacity(64);
+    let mut buf = BytesMut::with_capacity(BODY_CAPACITY);
     record.encode(&mut buf);
     buf.freeze()
 }

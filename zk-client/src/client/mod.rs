@@ -100,10 +100,10 @@ impl Future for Pending {
 const BODY_CAPACITY: usize = 256;
 
 /// Encodes a request body.
-pub(crate) fn encode<R: Record>(record: &R) -> Bytes {
+pub(crate) fn encode<R: Record>(record: &R) -> BytesMut {
     let mut buf = BytesMut::with_capacity(BODY_CAPACITY);
     record.encode(&mut buf);
-    buf.freeze()
+    buf
 }
 
 impl Client {
@@ -127,7 +127,12 @@ impl Client {
     }
 
     /// Hands a request to the connection task (in call order) and returns its reply.
-    pub(crate) fn request(&self, op: OpCode, body: Bytes, watch: Option<WatchAction>) -> Pending {
+    pub(crate) fn request(
+        &self,
+        op: OpCode,
+        body: BytesMut,
+        watch: Option<WatchAction>,
+    ) -> Pending {
         let (request, rx) = Request::new(op, body, watch);
         // If the task is gone the request is dropped with its reply sender and `Pending`
         // resolves to the terminal error.
@@ -296,7 +301,7 @@ impl Client {
     ///
     /// `Server(Unimplemented)` on servers before 3.7, plus the session errors.
     pub fn whoami(&self) -> impl Future<Output = Result<Vec<ClientInfo>>> + Send + 'static {
-        let reply = self.request(OpCode::WhoAmI, Bytes::new(), None);
+        let reply = self.request(OpCode::WhoAmI, BytesMut::new(), None);
         async move {
             let resp: WhoAmIResponse = decode_prefix(reply.await?)?;
             Ok(resp.client_info)
@@ -375,7 +380,7 @@ impl Client {
     /// The `closeSession` is sent when `close` is called; dropping the future only stops
     /// waiting for the state to become `Closed`.
     pub fn close(&self) -> impl Future<Output = Result<()>> + Send + 'static {
-        let reply = self.request(OpCode::CloseSession, Bytes::new(), None);
+        let reply = self.request(OpCode::CloseSession, BytesMut::new(), None);
         let mut states = self.state_watcher();
         async move {
             match reply.await {

@@ -76,7 +76,9 @@ impl fmt::Debug for Client {
 /// when the connection task is gone.
 pub(crate) struct Pending {
     rx: oneshot::Receiver<Result<Bytes>>,
-    info: watch::Receiver<SessionInfo>,
+    /// The handle's shared state, for the session state when the task is gone (one `Arc`
+    /// count, cheaper than a `watch::Receiver` of its own per request).
+    session: Arc<Inner>,
 }
 
 impl Future for Pending {
@@ -86,7 +88,7 @@ impl Future for Pending {
         match Pin::new(&mut self.rx).poll(cx) {
             Poll::Ready(Ok(result)) => Poll::Ready(result),
             Poll::Ready(Err(_)) => {
-                let state = self.info.borrow().state;
+                let state = self.session.info.borrow().state;
                 Poll::Ready(Err(state.terminal_error().unwrap_or(Error::Closed)))
             }
             Poll::Pending => Poll::Pending,
@@ -139,7 +141,7 @@ impl Client {
         let _ = self.inner.tx.send(Command::Request(request));
         Pending {
             rx,
-            info: self.inner.info.clone(),
+            session: self.inner.clone(),
         }
     }
 

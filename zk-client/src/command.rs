@@ -1,6 +1,6 @@
 //! What client handles send to the driver: commands, requests and their watch actions.
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use tokio::sync::oneshot;
 use zk_proto::records::WatcherType;
 use zk_proto::OpCode;
@@ -23,12 +23,14 @@ pub(crate) enum Command {
 /// An encoded request body with its metadata.
 ///
 /// The body is encoded by the caller; the session only adds the length and the
-/// `RequestHeader` in front of it. The metadata (opcode, watch action) travels beside the
+/// `RequestHeader` in front of it. It stays a `BytesMut` (never frozen): freezing a
+/// partly filled buffer allocates the shared header `Bytes` needs, for bytes that are only
+/// ever copied once into the outgoing buffer. The metadata (opcode, watch action) travels beside the
 /// bytes so they are never re-parsed.
 #[derive(Debug)]
 pub(crate) struct Request {
     pub(crate) op: OpCode,
-    pub(crate) body: Bytes,
+    pub(crate) body: BytesMut,
     pub(crate) reply: oneshot::Sender<Result<Bytes>>,
     pub(crate) watch: Option<WatchAction>,
     /// The request's `zk_request` debug span (disabled unless a subscriber wants it).
@@ -39,7 +41,7 @@ impl Request {
     /// A request and the receiver of its reply.
     pub(crate) fn new(
         op: OpCode,
-        body: Bytes,
+        body: BytesMut,
         watch: Option<WatchAction>,
     ) -> (Request, oneshot::Receiver<Result<Bytes>>) {
         let (reply, rx) = oneshot::channel();

@@ -234,7 +234,7 @@ impl Fuzz<'_> {
         } else {
             watch
         };
-        let (request, rx) = Request::new(op, body, watch);
+        let (request, rx) = Request::new(op, BytesMut::from(&body[..]), watch);
         if pick & 0x20 == 0 {
             self.receivers.push(rx);
         }

@@ -35,20 +35,35 @@ pub(crate) fn validate(path: &str, sequential: bool) -> Result<()> {
     if path.ends_with('/') && !sequential {
         return invalid("path must not end with /");
     }
-    // Segments between slashes, without allocating; for a sequential path the empty last
-    // segment stands for the sequence number the server adds.
-    let mut segments = path.get(1..).unwrap_or_default().split('/').peekable();
-    while let Some(segment) = segments.next() {
-        let last = segments.peek().is_none();
-        if segment.is_empty() && !(sequential && last) {
-            return invalid("empty node name (//)");
-        }
-        if segment == "." || segment == ".." {
-            return invalid("relative paths (. or ..) are not allowed");
+    // Branch-free passes over the bytes (the compiler checks many at a time): nearly every
+    // path is printable ASCII without a `.`, and then only `//` can make a segment invalid.
+    let bytes = path.as_bytes();
+    let printable = bytes
+        .iter()
+        .fold(true, |ok, &b| ok & (b.wrapping_sub(0x20) < 0x5f));
+    let dot = bytes.iter().fold(false, |dot, &b| dot | (b == b'.'));
+    let empty_segment = bytes
+        .iter()
+        .zip(bytes.iter().skip(1))
+        .fold(false, |empty, (&a, &b)| empty | ((a == b'/') & (b == b'/')));
+    if empty_segment {
+        return invalid("empty node name (//)");
+    }
+    if dot {
+        // Segments between slashes, without allocating; for a sequential path the empty
+        // last segment stands for the sequence number the server adds.
+        let mut segments = path.get(1..).unwrap_or_default().split('/').peekable();
+        while let Some(segment) = segments.next() {
+            let last = segments.peek().is_none();
+            if segment.is_empty() && !(sequential && last) {
+                return invalid("empty node name (//)");
+            }
+            if segment == "." || segment == ".." {
+                return invalid("relative paths (. or ..) are not allowed");
+            }
         }
     }
-    // Printable ASCII (nearly every path) needs no per-character decoding.
-    if path.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+    if printable {
         return Ok(());
     }
     for c in path.chars() {
@@ -191,6 +206,20 @@ mod tests {
         assert!(validate("/a/lock-", true).is_ok());
         assert!(validate("/a/", true).is_ok());
         assert!(validate("/a//", true).is_err());
+        // Segment errors are reported before character errors.
+        for (bad, reason) in [
+            ("/a//\u{1}", "empty node name (//)"),
+            ("/a/./\u{1}", "relative paths (. or ..) are not allowed"),
+            ("/a/b\u{1}", "invalid character"),
+        ] {
+            match validate(bad, false) {
+                Err(Error::InvalidPath { reason: got, .. }) => assert_eq!(got, reason, "{bad:?}"),
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+        assert!(validate("/a.b/c./..d/x", false).is_ok());
+        assert!(validate("/a.b/", true).is_ok());
+        assert!(validate("/a/./", true).is_err());
         match validate("x", false) {
             Err(Error::InvalidPath { path, reason }) => {
                 assert_eq!(path, "x");

@@ -13,7 +13,7 @@ use zk_proto::codec::decode_prefix;
 use zk_proto::{ErrorCode, OpCode};
 
 /// A span for a request of `op` whose encoded body is `body`.
-pub(crate) fn request_span(op: OpCode, body: &Bytes) -> Span {
+pub(crate) fn request_span(op: OpCode, body: &[u8]) -> Span {
     let span = tracing::debug_span!(
         "zk_request",
         op = ?op,
@@ -23,7 +23,7 @@ pub(crate) fn request_span(op: OpCode, body: &Bytes) -> Span {
     if !span.is_disabled() && starts_with_path(op) {
         // Tracing only: the path is the first field of these requests' bodies. Nothing
         // else ever reads a request back.
-        if let Ok(path) = decode_prefix::<String>(body.clone()) {
+        if let Ok(path) = decode_prefix::<String>(Bytes::copy_from_slice(body)) {
             span.record("path", path.as_str());
         }
     }

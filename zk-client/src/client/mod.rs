@@ -76,7 +76,9 @@ impl fmt::Debug for Client {
 /// when the connection task is gone.
 pub(crate) struct Pending {
     rx: oneshot::Receiver<Result<Bytes>>,
-    info: watch::Receiver<SessionInfo>,
+    /// The handle's shared state, for the session state when the task is gone (one `Arc`
+    /// count, cheaper than a `watch::Receiver` of its own per request).
+    session: Arc<Inner>,
 }
 
 impl Future for Pending {
@@ -86,7 +88,7 @@ impl Future for Pending {
         match Pin::new(&mut self.rx).poll(cx) {
             Poll::Ready(Ok(result)) => Poll::Ready(result),
             Poll::Ready(Err(_)) => {
-                let state = self.info.borrow().state;
+                let state = self.session.info.borrow().state;
                 Poll::Ready(Err(state.terminal_error().unwrap_or(Error::Closed)))
             }
             Poll::Pending => Poll::Pending,
@@ -94,11 +96,16 @@ impl Future for Pending {
     }
 }
 
+/// Room reserved for an encoded request body: enough for nearly every request (a create's
+/// path, ACL and small data, a lock node's getData or delete) to be encoded without growing
+/// the buffer (each growth is a `realloc` and a copy); the same cost to allocate as less.
+const BODY_CAPACITY: usize = 256;
+
 /// Encodes a request body.
-pub(crate) fn encode<R: Record>(record: &R) -> Bytes {
-    let mut buf = BytesMut::with_capacity(64);
+pub(crate) fn encode<R: Record>(record: &R) -> BytesMut {
+    let mut buf = BytesMut::with_capacity(BODY_CAPACITY);
     record.encode(&mut buf);
-    buf.freeze()
+    buf
 }
 
 impl Client {
@@ -122,14 +129,19 @@ impl Client {
     }
 
     /// Hands a request to the connection task (in call order) and returns its reply.
-    pub(crate) fn request(&self, op: OpCode, body: Bytes, watch: Option<WatchAction>) -> Pending {
+    pub(crate) fn request(
+        &self,
+        op: OpCode,
+        body: BytesMut,
+        watch: Option<WatchAction>,
+    ) -> Pending {
         let (request, rx) = Request::new(op, body, watch);
         // If the task is gone the request is dropped with its reply sender and `Pending`
         // resolves to the terminal error.
         let _ = self.inner.tx.send(Command::Request(request));
         Pending {
             rx,
-            info: self.inner.info.clone(),
+            session: self.inner.clone(),
         }
     }
 
@@ -291,7 +303,7 @@ impl Client {
     ///
     /// `Server(Unimplemented)` on servers before 3.7, plus the session errors.
     pub fn whoami(&self) -> impl Future<Output = Result<Vec<ClientInfo>>> + Send + 'static {
-        let reply = self.request(OpCode::WhoAmI, Bytes::new(), None);
+        let reply = self.request(OpCode::WhoAmI, BytesMut::new(), None);
         async move {
             let resp: WhoAmIResponse = decode_prefix(reply.await?)?;
             Ok(resp.client_info)
@@ -370,7 +382,7 @@ impl Client {
     /// The `closeSession` is sent when `close` is called; dropping the future only stops
     /// waiting for the state to become `Closed`.
     pub fn close(&self) -> impl Future<Output = Result<()>> + Send + 'static {
-        let reply = self.request(OpCode::CloseSession, Bytes::new(), None);
+        let reply = self.request(OpCode::CloseSession, BytesMut::new(), None);
         let mut states = self.state_watcher();
         async move {
             match reply.await {

@@ -288,7 +288,7 @@ impl Client {
             .map(|ops| {
                 let mut body = BytesMut::new();
                 MultiRequest { ops }.encode(&mut body);
-                self.request(OpCode::Multi, body.freeze(), None)
+                self.request(OpCode::Multi, body, None)
             });
         async move {
             let resp: MultiResponse = decode_prefix(reply?.await?)?;
@@ -369,7 +369,7 @@ impl Client {
             .map(|ops| {
                 let mut body = BytesMut::new();
                 MultiRequest { ops }.encode(&mut body);
-                self.request(OpCode::MultiRead, body.freeze(), None)
+                self.request(OpCode::MultiRead, body, None)
             });
         async move {
             let resp: MultiResponse = decode_prefix(reply?.await?)?;

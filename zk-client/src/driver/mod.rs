@@ -62,6 +62,8 @@ const MAX_DRAIN: usize = 4096;
 /// Shallow pipelines (sequential calls, a few concurrent callers) never pause.
 const DEEP_PIPELINE: usize = 64;
 const READ_DEFER: Duration = Duration::from_millis(1);
+/// The inputs [`Driver::wait`] polls: the stream, the commands, the timer, the probe.
+const INPUTS: usize = 4;
 /// Longest pause between attempts to reach a server while closing a given-up session: the
 /// quorum may be back any moment, and the session's nodes block others until it is closed.
 const REAP_MAX_BACKOFF: Duration = Duration::from_millis(500);
@@ -109,6 +111,8 @@ pub(crate) struct Driver<C: Connector = TcpConnector> {
     timer: Pin<Box<Sleep>>,
     deadline: Option<Instant>,
     tls_failures: Option<watch::Sender<TlsFailures>>,
+    /// Which input [`wait`](Self::wait) polls first next time (round-robin).
+    turn: usize,
 }
 
 /// One connection: its stream (taken out while parked), buffers, and what the loop knows.
@@ -160,6 +164,7 @@ impl<C: Connector> Driver<C> {
             timer: Box::pin(tokio::time::sleep_until(far_future())),
             deadline: None,
             tls_failures: None,
+            turn: 0,
         }
     }
 
@@ -378,30 +383,62 @@ impl<C: Connector> Driver<C> {
         let Some(stream) = link.stream.as_mut() else {
             return Input::Read(Err(io::ErrorKind::NotConnected.into()));
         };
-        let (rbuf, wbuf, probe) = (&mut link.rbuf, &link.wbuf, &mut link.probe);
-        let unflushed = link.unflushed;
-        // Reading and writing poll the one stream in turn (no split halves to allocate).
-        let io = std::future::poll_fn(|cx| {
-            if !wbuf.is_empty() {
-                if let Poll::Ready(r) = Pin::new(&mut *stream).poll_write(cx, wbuf) {
-                    return Poll::Ready(Input::Wrote(r));
-                }
-            } else if unflushed {
-                if let Poll::Ready(r) = Pin::new(&mut *stream).poll_flush(cx) {
-                    return Poll::Ready(Input::Flushed(r));
+        let (rbuf, wbuf, probe) = (&mut link.rbuf, &mut link.wbuf, &mut link.probe);
+        let unflushed = &mut link.unflushed;
+        // Reading and writing poll the one stream in turn (no split halves to allocate). A
+        // write or flush that completes is accounted for here and the stream polled on,
+        // rather than going round the loop (feed, timer, select) once more per request: a
+        // write changes nothing the session or `feed` look at.
+        let mut io = |cx: &mut std::task::Context<'_>| {
+            loop {
+                if !wbuf.is_empty() {
+                    match Pin::new(&mut *stream).poll_write(cx, wbuf) {
+                        Poll::Ready(Ok(n)) if n > 0 => {
+                            crate::metrics::bytes_sent(n);
+                            wbuf.advance(n);
+                            *unflushed = Transport::needs_flush(&*stream);
+                        }
+                        Poll::Ready(r) => return Poll::Ready(Input::Wrote(r)),
+                        Poll::Pending => break,
+                    }
+                } else if *unflushed {
+                    match Pin::new(&mut *stream).poll_flush(cx) {
+                        Poll::Ready(Ok(())) => *unflushed = false,
+                        Poll::Ready(r) => return Poll::Ready(Input::Flushed(r)),
+                        Poll::Pending => break,
+                    }
+                } else {
+                    break;
                 }
             }
             stream.poll_read_into(cx, rbuf).map(Input::Read)
-        });
+        };
         self.arm_timer();
-        tokio::select! {
-            input = io => input,
-            cmd = self.rx.recv(), if !self.rx_closed => Input::Command(cmd),
-            () = self.timer.as_mut() => Input::Timer,
-            found = async { probe.as_mut().expect("guarded").await }, if probe.is_some() => {
-                Input::Probe(found)
+        // A `select!` over the four inputs, by hand: the first input polled turns round-robin
+        // (one counter step) where `select!` draws a random start from a thread-local
+        // generator on every poll; either way none can starve the others.
+        let start = self.turn;
+        self.turn = self.turn.wrapping_add(1);
+        let (rx, rx_closed, timer) = (&mut self.rx, self.rx_closed, &mut self.timer);
+        std::future::poll_fn(|cx| {
+            for i in 0..INPUTS {
+                let ready = match (start + i) % INPUTS {
+                    0 => io(cx),
+                    1 if !rx_closed => rx.poll_recv(cx).map(Input::Command),
+                    2 => timer.as_mut().poll(cx).map(|()| Input::Timer),
+                    3 => match probe.as_mut() {
+                        Some(probe) => probe.as_mut().poll(cx).map(Input::Probe),
+                        None => Poll::Pending,
+                    },
+                    _ => Poll::Pending,
+                };
+                if ready.is_ready() {
+                    return ready;
+                }
             }
-        }
+            Poll::Pending
+        })
+        .await
     }
 
     /// Feeds one input to the session; an `Err` ends the connection.

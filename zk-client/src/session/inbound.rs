@@ -191,9 +191,12 @@ impl Session {
                 if header.zxid > 0 {
                     self.last_zxid = header.zxid;
                 }
-                let elapsed = now.saturating_duration_since(inflight.sent);
-                crate::metrics::request_answered(inflight.op, header.err, elapsed);
-                crate::trace::answered(&inflight.span, header.err, elapsed);
+                // The latency only matters to the metrics and an enabled span.
+                if cfg!(feature = "metrics") || !inflight.span.is_disabled() {
+                    let elapsed = now.saturating_duration_since(inflight.sent);
+                    crate::metrics::request_answered(inflight.op, header.err, elapsed);
+                    crate::trace::answered(&inflight.span, header.err, elapsed);
+                }
                 let watched = inflight.watch.as_ref().map(|w| w.path().to_owned());
                 self.complete(inflight, header.err, frame);
                 self.fill_window(now);

@@ -379,7 +379,7 @@ impl Session {
         if self.is_terminal() || self.closing.is_some() {
             return;
         }
-        let (request, _) = Request::new(OpCode::CloseSession, Bytes::new(), None);
+        let (request, _) = Request::new(OpCode::CloseSession, BytesMut::new(), None);
         self.submit(request, now);
     }
 
@@ -436,13 +436,13 @@ impl Session {
                         // The watch flag is the last byte of every request that can carry
                         // one (getData, exists, getChildren).
                         *on_server = false;
-                        req.body = with_tail(&req.body, &[0]);
+                        set_tail(&mut req.body, &[0]);
                     }
                     Route::AsRecursive => {
                         // addWatch's mode is its last field.
                         *on_server = false;
                         let mode = AddWatchMode::PersistentRecursive as i32;
-                        req.body = with_tail(&req.body, &mode.to_be_bytes());
+                        set_tail(&mut req.body, &mode.to_be_bytes());
                     }
                 }
             }
@@ -451,7 +451,7 @@ impl Session {
         }
         if req.op == OpCode::Auth {
             write_packet(&mut self.out, special::AUTH, OpCode::Auth, &req.body);
-            self.auths.push(req.body);
+            self.auths.push(req.body.freeze());
             self.auth_waiters.push_back(Some(req.reply));
         } else {
             let xid = self.xids.next_xid();
@@ -519,7 +519,7 @@ impl Session {
                 watcher_type: watcher_type as i32,
             }
             .encode(&mut body);
-            let (request, _) = Request::new(OpCode::RemoveWatches, body.freeze(), None);
+            let (request, _) = Request::new(OpCode::RemoveWatches, body, None);
             self.submit(request, now);
         }
     }
@@ -728,15 +728,14 @@ impl Session {
     }
 }
 
-/// `body` with its last `tail.len()` bytes replaced by `tail` (unchanged when shorter).
-fn with_tail(body: &Bytes, tail: &[u8]) -> Bytes {
+/// Replaces the last `tail.len()` bytes of `body` by `tail` (unchanged when shorter).
+fn set_tail(body: &mut BytesMut, tail: &[u8]) {
     let Some(head) = body.len().checked_sub(tail.len()) else {
-        return body.clone();
+        return;
     };
-    let mut out = BytesMut::with_capacity(body.len());
-    out.put_slice(&body[..head]);
-    out.put_slice(tail);
-    out.freeze()
+    if let Some(end) = body.get_mut(head..) {
+        end.copy_from_slice(tail);
+    }
 }
 
 /// Bytes of a `RequestHeader` (xid and opcode) in front of every request body.

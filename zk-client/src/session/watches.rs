@@ -1,5 +1,6 @@
 //! `WatchRegistry`: the session's watches, keyed by server path, and the event mapping.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 
 use tokio::sync::oneshot;
@@ -13,8 +14,10 @@ use crate::event::WatchedEvent;
 use crate::event_queue::EventSender;
 
 mod held;
+mod path_hash;
 
 use held::{Held, Mode};
+use path_hash::BuildPathHasher;
 
 type Once = oneshot::Sender<Result<WatchedEvent>>;
 type Stream = EventSender;
@@ -132,7 +135,7 @@ pub(crate) struct Fired {
 /// server never keeps notifying nobody.
 #[derive(Debug, Default)]
 pub(crate) struct WatchRegistry {
-    paths: HashMap<String, PathWatches>,
+    paths: HashMap<String, PathWatches, BuildPathHasher>,
     /// Number of live recursive registrations (0 means events need no ancestor walk).
     recursive: usize,
     /// SetWatches packets sent on this connection and not yet answered. The events before
@@ -146,7 +149,10 @@ impl WatchRegistry {
     /// asks the server for the watch, or what the path's registration (with the watches
     /// asked for before it) already serves it.
     pub(crate) fn route(&mut self, server_path: &str, kind: WatchKind) -> Route {
-        let entry = self.paths.entry(server_path.to_owned()).or_default();
+        let entry = match self.paths.get_mut(server_path) {
+            Some(entry) => entry,
+            None => self.paths.entry(server_path.to_owned()).or_default(),
+        };
         let held = entry.projected();
         if held.serves(kind) {
             if kind == WatchKind::Persistent {
@@ -170,17 +176,22 @@ impl WatchRegistry {
         sender: WatchSender,
         on_server: bool,
     ) {
-        let entry = self.paths.entry(path.clone()).or_default();
+        let mut slot = match self.paths.entry(path) {
+            Entry::Occupied(slot) => slot,
+            Entry::Vacant(slot) => slot.insert_entry(PathWatches::default()),
+        };
+        let entry = slot.get_mut();
         entry.prune();
         if on_server {
             entry.asked.pop_front();
         }
         let Some(kind) = registered else {
             if entry.is_empty() {
-                self.paths.remove(&path);
+                slot.remove();
             }
             return;
         };
+        let entry = slot.into_mut();
         if on_server {
             entry.held.set(kind);
         }

@@ -195,7 +195,7 @@ impl Fixture {
         body: Bytes,
         watch: Option<WatchAction>,
     ) -> oneshot::Receiver<Result<Bytes>> {
-        let (request, rx) = Request::new(op, body, watch);
+        let (request, rx) = Request::new(op, BytesMut::from(&body[..]), watch);
         self.command(Command::Request(request), self.now);
         rx
     }

@@ -50,13 +50,7 @@ async fn serve(limit: Duration) -> Res<()> {
     let dir = pki.ca_pem();
     let dir = dir.parent().ok_or("pki dir")?;
     println!("{} {} {}", server.addr(), secure, dir.display());
-    let stdin_closed = tokio::task::spawn_blocking(|| {
-        let mut sink = String::new();
-        while std::io::stdin().read_line(&mut sink).is_ok_and(|n| n > 0) {
-            sink.clear();
-        }
-    });
-    let _ = tokio::time::timeout(limit, stdin_closed).await;
+    integration_tests::serve_until_stdin_closes(limit).await;
     drop(server);
     drop(pki);
     Ok(())

@@ -98,13 +98,7 @@ async fn serve(limit: Duration) -> Res<()> {
     let server = integration_tests::fresh_standalone().await;
     println!("{}", server.connect_string());
     eprintln!("serving for {limit:?}; end earlier by closing stdin (Ctrl-D)");
-    let stdin_closed = tokio::task::spawn_blocking(|| {
-        let mut sink = String::new();
-        while std::io::stdin().read_line(&mut sink).is_ok_and(|n| n > 0) {
-            sink.clear();
-        }
-    });
-    let _ = tokio::time::timeout(limit, stdin_closed).await;
+    integration_tests::serve_until_stdin_closes(limit).await;
     drop(server);
     Ok(())
 }

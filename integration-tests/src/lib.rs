@@ -54,6 +54,19 @@ pub use proxy::Proxy;
 pub use scratch::ScratchDir;
 pub use server::{fresh_standalone, standalone, Server};
 
+/// For programs that keep a server for other processes (bench's `serve` modes): returns when
+/// stdin is closed or after `limit`, whichever is first.
+pub async fn serve_until_stdin_closes(limit: std::time::Duration) {
+    let stdin_closed = tokio::task::spawn_blocking(|| {
+        let mut sink = String::new();
+        // Bounded by stdin: ends at EOF or on a read error.
+        while std::io::stdin().read_line(&mut sink).is_ok_and(|n| n > 0) {
+            sink.clear();
+        }
+    });
+    let _ = tokio::time::timeout(limit, stdin_closed).await;
+}
+
 /// Something clients can connect to: a [`Server`], an [`Ensemble`] or a [`Proxy`].
 pub trait ZkTarget {
     /// The client addresses, in connect-string order.

@@ -135,8 +135,8 @@ struct Link<S> {
 /// What woke the connection loop.
 enum Input {
     Read(io::Result<usize>),
-    Wrote(io::Result<usize>),
-    Flushed(io::Result<()>),
+    /// A write or flush failed (one that succeeds is accounted for inside `wait`).
+    WriteFailed(io::Error),
     Command(Option<Command>),
     Timer,
     Probe(Option<usize>),
@@ -393,18 +393,23 @@ impl<C: Connector> Driver<C> {
             loop {
                 if !wbuf.is_empty() {
                     match Pin::new(&mut *stream).poll_write(cx, wbuf) {
-                        Poll::Ready(Ok(n)) if n > 0 => {
+                        // A transport that takes no bytes of a non-empty buffer is broken
+                        // (as `transport::write_now` says too); polling it again would spin.
+                        Poll::Ready(Ok(0)) => {
+                            return Poll::Ready(Input::WriteFailed(io::ErrorKind::WriteZero.into()))
+                        }
+                        Poll::Ready(Ok(n)) => {
                             crate::metrics::bytes_sent(n);
                             wbuf.advance(n);
                             *unflushed = Transport::needs_flush(&*stream);
                         }
-                        Poll::Ready(r) => return Poll::Ready(Input::Wrote(r)),
+                        Poll::Ready(Err(e)) => return Poll::Ready(Input::WriteFailed(e)),
                         Poll::Pending => break,
                     }
                 } else if *unflushed {
                     match Pin::new(&mut *stream).poll_flush(cx) {
                         Poll::Ready(Ok(())) => *unflushed = false,
-                        Poll::Ready(r) => return Poll::Ready(Input::Flushed(r)),
+                        Poll::Ready(Err(e)) => return Poll::Ready(Input::WriteFailed(e)),
                         Poll::Pending => break,
                     }
                 } else {
@@ -444,7 +449,7 @@ impl<C: Connector> Driver<C> {
     /// Feeds one input to the session; an `Err` ends the connection.
     fn handle(&mut self, input: Input, link: &mut Link<C::Stream>) -> Result<(), Disconnect> {
         match input {
-            Input::Read(Err(e)) | Input::Wrote(Err(e)) | Input::Flushed(Err(e)) => {
+            Input::Read(Err(e)) | Input::WriteFailed(e) => {
                 if link.established.is_none() {
                     // A server rejecting the client certificate says so after the handshake.
                     if let Some(msg) = TlsFailure::message(&e) {
@@ -458,16 +463,6 @@ impl<C: Connector> Driver<C> {
                 crate::metrics::bytes_received(n);
                 self.on_read(&mut link.rbuf)?;
                 link.pause = self.cfg.batch_reads && self.session.in_flight() >= DEEP_PIPELINE;
-                Ok(())
-            }
-            Input::Wrote(Ok(n)) => {
-                crate::metrics::bytes_sent(n);
-                link.wbuf.advance(n);
-                link.unflushed = link.stream.as_ref().is_some_and(Transport::needs_flush);
-                Ok(())
-            }
-            Input::Flushed(Ok(())) => {
-                link.unflushed = false;
                 Ok(())
             }
             Input::Command(cmd) => {

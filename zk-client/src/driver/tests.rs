@@ -2,11 +2,16 @@
 //! sockets or wall-clock sleeps.
 
 use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{duplex, AsyncReadExt, AsyncWriteExt, DuplexStream};
+use tokio::io::{
+    duplex, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream, ReadBuf,
+};
 use tokio::sync::{broadcast, mpsc, watch, Mutex};
 use tokio::time::Instant;
 use zk_proto::records::{ConnectRequest, ConnectResponse};
@@ -23,8 +28,46 @@ use crate::state::{SessionInfo, SessionState, STATE_HISTORY};
 const SESSION: Duration = Duration::from_secs(9);
 const CONNECT: Duration = Duration::from_secs(3);
 
-impl Transport for DuplexStream {
-    type Parked = DuplexStream;
+/// The client end of an in-memory connection. Once `refuse` is set, `poll_write` answers
+/// `Ok(0)` (takes no bytes and says it is ready), as a broken transport might.
+struct MemStream {
+    inner: DuplexStream,
+    refuse: Arc<AtomicBool>,
+}
+
+impl AsyncRead for MemStream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for MemStream {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        if self.refuse.load(Ordering::SeqCst) {
+            return Poll::Ready(Ok(0));
+        }
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+impl Transport for MemStream {
+    type Parked = MemStream;
 
     fn park(self) -> io::Result<Self::Parked> {
         Ok(self)
@@ -40,17 +83,21 @@ impl Transport for DuplexStream {
 struct MemConnector {
     accepted: mpsc::UnboundedSender<(Instant, DuplexStream)>,
     connect_delay: Arc<Mutex<Duration>>,
+    refuse_writes: Arc<AtomicBool>,
 }
 
 impl Connector for MemConnector {
-    type Stream = DuplexStream;
+    type Stream = MemStream;
 
-    async fn connect(&self, _addr: &str) -> io::Result<DuplexStream> {
+    async fn connect(&self, _addr: &str) -> io::Result<MemStream> {
         let delay = *self.connect_delay.lock().await;
         tokio::time::sleep(delay).await;
         let (client, server) = duplex(1 << 20);
         let _ = self.accepted.send((Instant::now(), server));
-        Ok(client)
+        Ok(MemStream {
+            inner: client,
+            refuse: self.refuse_writes.clone(),
+        })
     }
 }
 
@@ -58,15 +105,19 @@ struct Harness {
     client: Client,
     accepted: mpsc::UnboundedReceiver<(Instant, DuplexStream)>,
     connect_delay: Arc<Mutex<Duration>>,
+    /// Makes every client end answer writes with `Ok(0)` while set.
+    refuse_writes: Arc<AtomicBool>,
     t0: Instant,
 }
 
 fn start() -> Harness {
     let (accepted_tx, accepted) = mpsc::unbounded_channel();
     let connect_delay = Arc::new(Mutex::new(Duration::ZERO));
+    let refuse_writes = Arc::new(AtomicBool::new(false));
     let connector = MemConnector {
         accepted: accepted_tx,
         connect_delay: connect_delay.clone(),
+        refuse_writes: refuse_writes.clone(),
     };
     let cfg = SessionConfig {
         session_timeout: SESSION,
@@ -101,6 +152,7 @@ fn start() -> Harness {
         client: Client::new(tx, info_rx, transitions, Chroot::default(), 16),
         accepted,
         connect_delay,
+        refuse_writes,
         t0: Instant::now(),
     }
 }
@@ -202,5 +254,36 @@ async fn a_silent_server_is_left_after_two_thirds_of_the_session_timeout() {
     let (_, mut s2) = h.next_connection().await;
     let req = handshake(&mut s2, 0x6).await;
     assert_eq!(req.session_id, 0x6);
+    drop((s, s2));
+}
+
+/// A transport whose writes take no bytes (`Ok(0)`) is broken: the driver drops the
+/// connection at once and resumes the session on another. Before the fix it retried the
+/// write in a busy loop until the read timeout (2/3 of the session timeout) ended the
+/// connection. Real time and two workers, so that the test still runs beside a spinning
+/// driver; the bound is half the read timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_that_takes_no_bytes_ends_the_connection() {
+    let mut h = start();
+    let (_, mut s) = h.next_connection().await;
+    handshake(&mut s, 0x9).await;
+    let mut states = h.client.state_watcher();
+    assert_eq!(
+        states.wait_for(|s| s.is_connected()).await,
+        SessionState::Connected
+    );
+    h.refuse_writes.store(true, Ordering::SeqCst);
+    let get = tokio::spawn(h.client.get_data("/a"));
+    let next = tokio::time::timeout(SESSION / 3, h.next_connection()).await;
+    h.refuse_writes.store(false, Ordering::SeqCst);
+    let (_, mut s2) = next.expect("a new connection before the read timeout");
+    let req = handshake(&mut s2, 0x9).await;
+    assert_eq!(req.session_id, 0x9);
+    // The request that could not be written fails; it is not left hanging.
+    let got = tokio::time::timeout(Duration::from_secs(10), get)
+        .await
+        .expect("the unwritten request ends")
+        .expect("task");
+    assert!(matches!(got, Err(crate::Error::ConnectionLoss)), "{got:?}");
     drop((s, s2));
 }

@@ -18,6 +18,10 @@
 use std::time::Duration;
 
 use integration_tests::Server;
+
+#[path = "../src/workloads/bare_lock.rs"]
+mod bare_lock;
+use bare_lock::bare_turn;
 use tokio::task::JoinSet;
 use zk_client::{Client, CreateOptions};
 
@@ -104,39 +108,4 @@ async fn run(side: &str, addr: &str, n: usize, per: usize) -> Res<()> {
     let _ = setup.delete(&base, None).await;
     let _ = setup.close().await;
     Ok(())
-}
-
-/// One acquisition and release of W4bare's minimal lock.
-async fn bare_turn(c: &Client, base: &str, i: usize, k: usize) -> Res<()> {
-    let opts = CreateOptions::ephemeral_sequential();
-    let prefix = format!("{base}/_c_{:08x}-{i:04}-{k:06}-lock-", std::process::id());
-    let (ours, _) = c.create(&prefix, b"", &opts).await?;
-    let ours = ours.rsplit('/').next().unwrap_or_default().to_owned();
-    // Bounded by the caller's timeout: each turn waits for the predecessor's event.
-    loop {
-        let mut children = c.get_children(base).await?;
-        children.sort_by(|a, b| seq_of(a).cmp(seq_of(b)));
-        let at = children
-            .iter()
-            .position(|c| *c == ours)
-            .ok_or("bare: our node is gone")?;
-        let Some(before) = at.checked_sub(1) else {
-            break;
-        };
-        let blocker = format!("{base}/{}", children[before]);
-        match c.get_data_watch(&blocker).await {
-            Ok((_, _, watcher)) => {
-                watcher.await?;
-            }
-            Err(zk_client::Error::NoNode) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    c.delete(&format!("{base}/{ours}"), None).await?;
-    Ok(())
-}
-
-/// The trailing sequence number of a queue node's name.
-fn seq_of(name: &str) -> &str {
-    &name[name.len().saturating_sub(10)..]
 }

@@ -4,6 +4,7 @@
 //! the operations with a [`Meter`](crate::sys::Meter), and tears down after. Every wait is
 //! bounded by [`Limits`].
 
+mod bare_lock;
 pub(crate) mod cache;
 mod common;
 pub(crate) mod tls;

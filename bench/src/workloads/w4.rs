@@ -2,6 +2,7 @@
 
 use tokio::task::JoinSet;
 
+use super::bare_lock::bare_turn;
 use super::common::{
     bounded, close_ours, connect_ours, connect_theirs, ensure_node, join_all, lock_theirs,
     sessions, wait_children, Which,
@@ -66,10 +67,8 @@ pub(crate) async fn run(ctx: &Ctx, which: Which, round: usize) -> Res<Sample> {
     Ok(s)
 }
 
-/// Diagnostic for W4: the same hand-off with zk-client and a bare Curator-layout lock written
-/// here (create ephemeral-sequential, list, watch the predecessor with getData, re-list on its
-/// event; release = delete, waiting for the reply). No loss monitor, no re-entrancy, no
-/// protected-create recovery: it separates the client's share of W4 from the recipe's.
+/// Diagnostic for W4: the same hand-off with zk-client and the bare Curator-layout lock of
+/// [`bare_lock`](super::bare_lock): it separates the client's share of W4 from the recipe's.
 pub(crate) async fn bare(ctx: &Ctx, round: usize) -> Res<Sample> {
     let n = ctx.sizes.w4_sessions;
     let per = ctx.sizes.w4_rounds;
@@ -83,35 +82,8 @@ pub(crate) async fn bare(ctx: &Ctx, round: usize) -> Res<Sample> {
     for (i, c) in clients.iter().cloned().enumerate() {
         let base = base.clone();
         tasks.spawn(async move {
-            let opts = zk_client::CreateOptions::ephemeral_sequential();
             for k in 0..per {
-                let prefix = format!("{base}/_c_{:08x}-{i:04}-{k:06}-lock-", std::process::id());
-                bounded(step, "W4 bare lock", async {
-                    let (ours, _) = c.create(&prefix, b"", &opts).await?;
-                    let ours = ours.rsplit('/').next().unwrap_or_default().to_owned();
-                    loop {
-                        let mut children = c.get_children(&base).await?;
-                        children.sort_by(|a, b| seq_of(a).cmp(seq_of(b)));
-                        let at = children
-                            .iter()
-                            .position(|c| *c == ours)
-                            .ok_or("W4 bare: our node is gone")?;
-                        if at == 0 {
-                            break;
-                        }
-                        let blocker = format!("{base}/{}", children[at - 1]);
-                        match c.get_data_watch(&blocker).await {
-                            Ok((_, _, watcher)) => {
-                                watcher.await?;
-                            }
-                            Err(zk_client::Error::NoNode) => {}
-                            Err(e) => return Err(e.into()),
-                        }
-                    }
-                    c.delete(&format!("{base}/{ours}"), None).await?;
-                    Ok(())
-                })
-                .await?;
+                bounded(step, "W4 bare lock", bare_turn(&c, &base, i, k)).await?;
             }
             Ok(())
         });
@@ -122,9 +94,4 @@ pub(crate) async fn bare(ctx: &Ctx, round: usize) -> Res<Sample> {
     let _ = setup.delete(&base, None).await;
     close_ours(vec![setup]).await;
     Ok(s)
-}
-
-/// The trailing sequence number of a queue node's name.
-fn seq_of(name: &str) -> &str {
-    &name[name.len().saturating_sub(10)..]
 }

@@ -17,8 +17,11 @@ use crate::{Ctx, Res};
 pub(crate) struct Herd {
     /// Server-side watch notifications fired by each measured release.
     pub(crate) notifications: Vec<u64>,
-    /// Release call to the next holder's acquisition returning, per measured release.
+    /// Release call to the next holder's acquisition returning, per measured release (each
+    /// after the queue sat idle for `w5_idle`).
     pub(crate) handoff: Vec<Duration>,
+    /// The same, for the hand-offs that drain the queue afterwards, back to back.
+    pub(crate) busy: Vec<Duration>,
 }
 
 /// The participants of one run: each acquires, reports, holds until told, releases,
@@ -106,8 +109,10 @@ impl Queue {
 }
 
 /// W5: a holder and `w5_waiters` waiters (one session each) queued on one fair lock; the
-/// holder releases, and the server counts the watch notifications that release fired.
-/// Repeated for `w5_releases` hand-offs; then the queue drains.
+/// queue sits idle for `w5_idle`, the holder releases, and the server counts the watch
+/// notifications that release fired. Repeated for `w5_releases` hand-offs, each after its
+/// own idle period (so every measured hand-off starts from quiet connections); then the queue
+/// drains, hand-off after hand-off.
 pub(crate) async fn run(ctx: &Ctx, which: Which, round: usize) -> Res<Herd> {
     let waiters = ctx.sizes.w5_waiters;
     let base = format!("{}/w5-{}-{round}", ctx.root, which.tag());
@@ -141,8 +146,7 @@ pub(crate) async fn run(ctx: &Ctx, which: Which, round: usize) -> Res<Herd> {
     Ok(herd)
 }
 
-/// The holder acquires first, then every waiter queues and sets its watch; then the queue
-/// sits idle for `w5_idle`.
+/// The holder acquires first, then every waiter queues and sets its watch.
 async fn line_up(
     ctx: &Ctx,
     queue: &mut Queue,
@@ -160,11 +164,7 @@ async fn line_up(
     clients.for_each(|c| queue.spawn(c));
     wait_children(setup, &queue.base, waiters + 1, step).await?;
     // Let every waiter set its watch on its predecessor (the watch follows getChildren).
-    settle_watches(ctx, waiters, step).await?;
-    // Idle, as a lock queue is between hand-offs in real use: the first measured hand-off
-    // starts from quiet connections (and CPUs).
-    tokio::time::sleep(ctx.sizes.w5_idle).await;
-    Ok(())
+    settle_watches(ctx, waiters, step).await
 }
 
 /// The measured hand-offs, then the rest of the queue drains.
@@ -174,6 +174,9 @@ async fn measure(ctx: &Ctx, which: Which, queue: &mut Queue) -> Res<Herd> {
     let mut herd = Herd::default();
     let mut holder = 0usize;
     for _ in 0..measured {
+        // Idle, as a lock queue is between hand-offs in real use: the hand-off starts from
+        // quiet connections (and CPUs).
+        tokio::time::sleep(ctx.sizes.w5_idle).await;
         let before = notifications_fired(ctx.addr).await?;
         let t0 = Instant::now();
         let (next, at) = queue.hand_off(holder, "W5 next holder").await?;
@@ -189,7 +192,10 @@ async fn measure(ctx: &Ctx, which: Which, queue: &mut Queue) -> Res<Herd> {
     }
     // Drain the queue: hand the lock down the line, then the last holder releases.
     for _ in measured + 1..participants {
-        holder = queue.hand_off(holder, "W5 drain").await?.0;
+        let t0 = Instant::now();
+        let (next, at) = queue.hand_off(holder, "W5 drain").await?;
+        herd.busy.push(at.saturating_duration_since(t0));
+        holder = next;
     }
     if let Some(go) = queue.go.get_mut(holder).and_then(Option::take) {
         let _ = go.send(());

@@ -267,7 +267,9 @@ impl FairLock {
         deadline: Option<Instant>,
         try_only: bool,
     ) -> Result<Option<LockGuard>> {
-        let inner = self.acquire_inner(deadline, try_only);
+        // Boxed once here: the acquisition's state is a few KiB, and every layer above
+        // (metrics, timeout, the caller's own futures) would otherwise move it by value.
+        let inner = Box::pin(self.acquire_inner(deadline, try_only));
         let result = match self.inner.kind {
             Some(kind) => crate::metrics::acquire(kind, &self.inner.spec.base, inner).await,
             None => inner.await,

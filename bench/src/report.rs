@@ -233,7 +233,7 @@ impl Report {
              ms per 1,000 ops = µs per op. \
              Ratios (and the target check): median over rounds of ours/theirs within the round (the two runs of a round are back to back). Server requests: increase of mntr's zk_packets_received per op. \
              W4 release: zk-recipes waits for the delete's reply; zookeeper-client drops its LockClient and deletes in a background task (does not wait). \
-             The bare lock (diagnostic) is zk-client with a minimal lock in bench/src/workloads/w4.rs: no loss monitor, release waits for the delete. \
+             The bare lock (diagnostic) is zk-client with a minimal lock in bench/src/workloads/bare_lock.rs: no loss monitor, release waits for the delete. \
              batch_reads(false) (diagnostic): zk-client reading every reply as it arrives instead of pausing deep pipelines; its ratios are of medians, not paired."
         );
     }

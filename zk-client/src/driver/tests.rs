@@ -93,6 +93,8 @@ impl Connector for MemConnector {
         let delay = *self.connect_delay.lock().await;
         tokio::time::sleep(delay).await;
         let (client, server) = duplex(1 << 20);
+        // A refusal is for the connection it was set on: a new one writes.
+        self.refuse_writes.store(false, Ordering::SeqCst);
         let _ = self.accepted.send((Instant::now(), server));
         Ok(MemStream {
             inner: client,
@@ -105,7 +107,8 @@ struct Harness {
     client: Client,
     accepted: mpsc::UnboundedReceiver<(Instant, DuplexStream)>,
     connect_delay: Arc<Mutex<Duration>>,
-    /// Makes every client end answer writes with `Ok(0)` while set.
+    /// Makes the current connection's client end answer writes with `Ok(0)` (cleared by
+    /// the next connection).
     refuse_writes: Arc<AtomicBool>,
     t0: Instant,
 }
@@ -259,31 +262,41 @@ async fn a_silent_server_is_left_after_two_thirds_of_the_session_timeout() {
 
 /// A transport whose writes take no bytes (`Ok(0)`) is broken: the driver drops the
 /// connection at once and resumes the session on another. Before the fix it retried the
-/// write in a busy loop until the read timeout (2/3 of the session timeout) ended the
-/// connection. Real time and two workers, so that the test still runs beside a spinning
-/// driver; the bound is half the read timeout.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_write_that_takes_no_bytes_ends_the_connection() {
-    let mut h = start();
-    let (_, mut s) = h.next_connection().await;
-    handshake(&mut s, 0x9).await;
-    let mut states = h.client.state_watcher();
-    assert_eq!(
-        states.wait_for(|s| s.is_connected()).await,
-        SessionState::Connected
-    );
-    h.refuse_writes.store(true, Ordering::SeqCst);
-    let get = tokio::spawn(h.client.get_data("/a"));
-    let next = tokio::time::timeout(SESSION / 3, h.next_connection()).await;
-    h.refuse_writes.store(false, Ordering::SeqCst);
-    let (_, mut s2) = next.expect("a new connection before the read timeout");
-    let req = handshake(&mut s2, 0x9).await;
-    assert_eq!(req.session_id, 0x9);
-    // The request that could not be written fails; it is not left hanging.
-    let got = tokio::time::timeout(Duration::from_secs(10), get)
-        .await
-        .expect("the unwritten request ends")
-        .expect("task");
+/// write in a busy loop that never yielded, until the read timeout (2/3 of the session
+/// timeout) ended the connection. So the client and its driver run on a runtime of their
+/// own, on a thread of their own, and this thread waits for them in real time: a spinning
+/// driver cannot starve the check. The bound is half the read timeout.
+#[test]
+fn a_write_that_takes_no_bytes_ends_the_connection() {
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let got = runtime.block_on(async {
+            let mut h = start();
+            let (_, mut s) = h.next_connection().await;
+            handshake(&mut s, 0x9).await;
+            let mut states = h.client.state_watcher();
+            assert_eq!(
+                states.wait_for(|s| s.is_connected()).await,
+                SessionState::Connected
+            );
+            h.refuse_writes.store(true, Ordering::SeqCst);
+            let get = h.client.get_data("/a");
+            let (_, mut s2) = h.next_connection().await;
+            let req = handshake(&mut s2, 0x9).await;
+            // The request that could not be written fails; it is not left hanging.
+            let got = get.await;
+            drop((s, s2));
+            (req.session_id, got)
+        });
+        let _ = done_tx.send(got);
+    });
+    let (session_id, got) = done_rx
+        .recv_timeout(SESSION / 3)
+        .expect("a new connection, and the unwritten request ended, before the read timeout");
+    assert_eq!(session_id, 0x9);
     assert!(matches!(got, Err(crate::Error::ConnectionLoss)), "{got:?}");
-    drop((s, s2));
 }

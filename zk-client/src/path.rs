@@ -49,19 +49,14 @@ pub(crate) fn validate(path: &str, sequential: bool) -> Result<()> {
     if empty_segment {
         return invalid("empty node name (//)");
     }
-    if dot {
-        // Segments between slashes, without allocating; for a sequential path the empty
-        // last segment stands for the sequence number the server adds.
-        let mut segments = path.get(1..).unwrap_or_default().split('/').peekable();
-        while let Some(segment) = segments.next() {
-            let last = segments.peek().is_none();
-            if segment.is_empty() && !(sequential && last) {
-                return invalid("empty node name (//)");
-            }
-            if segment == "." || segment == ".." {
-                return invalid("relative paths (. or ..) are not allowed");
-            }
-        }
+    // Every empty segment is refused above (`//`, a trailing `/` unless sequential) or is
+    // the sequential one the server fills in; what is left to check is `.` and `..`.
+    if dot
+        && path
+            .split('/')
+            .any(|segment| segment == "." || segment == "..")
+    {
+        return invalid("relative paths (. or ..) are not allowed");
     }
     if printable {
         return Ok(());

@@ -36,11 +36,13 @@ const APPLICATION_DATA: u8 = 23;
 const NEW_SESSION_TICKET: u8 = 4;
 const KEY_UPDATE: u8 = 24;
 
-fn invalid(msg: impl Into<String>) -> io::Error {
+/// A malformed or unsupported record (or handshake step) as an `InvalidData` I/O error.
+pub(crate) fn invalid(msg: impl Into<String>) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg.into())
 }
 
-fn tls_error(e: rustls::Error) -> io::Error {
+/// A TLS error as an I/O error whose message the driver reports (see `TlsFailure`).
+pub(crate) fn tls_error(e: rustls::Error) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e)
 }
 

@@ -17,7 +17,7 @@ use rustls::unbuffered::{ConnectionState, EncodeError, EncodeTlsData, Insufficie
 use rustls::ClientConfig;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use super::tls_records::{open_all, Records, HEADER, MAX_CIPHERTEXT};
+use super::tls_records::{invalid, open_all, tls_error, Records, HEADER, MAX_CIPHERTEXT};
 use super::transport::Transport;
 
 /// Bytes one socket read may bring.
@@ -80,11 +80,6 @@ enum Stop {
     Closed,
 }
 
-/// A TLS error as an I/O error whose message the driver reports (see `TlsFailure`).
-fn tls_error(e: rustls::Error) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, e)
-}
-
 /// Appends the handshake record rustls encodes to `out` (grown to what it asks for).
 fn encode_into(
     out: &mut Vec<u8>,
@@ -104,7 +99,7 @@ fn encode_into(
         }
         Err(e) => {
             out.truncate(start);
-            Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
+            Err(invalid(e.to_string()))
         }
     }
 }
@@ -142,10 +137,7 @@ impl Buffers {
             .get_mut(self.filled..)
             .filter(|r| !r.is_empty())
         else {
-            return Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "TLS record larger than the read buffer",
-            )));
+            return Poll::Ready(Err(invalid("TLS record larger than the read buffer")));
         };
         let mut buf = ReadBuf::new(room);
         match Pin::new(io).poll_read(cx, &mut buf) {
@@ -222,12 +214,7 @@ fn handshake_step(
                 }
                 None
             }
-            _ => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "unexpected TLS state (early data)",
-                ))
-            }
+            _ => return Err(invalid("unexpected TLS state (early data)")),
         };
         start += discard;
         if let Some(stop) = stop {
@@ -235,10 +222,7 @@ fn handshake_step(
             return Ok(stop);
         }
     }
-    Err(io::Error::new(
-        io::ErrorKind::InvalidData,
-        "TLS handshake: too many records",
-    ))
+    Err(invalid("TLS handshake: too many records"))
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> TlsStream<S> {
@@ -290,10 +274,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> TlsStream<S> {
                 }
             }
         }
-        Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "TLS handshake: too many rounds",
-        ))
+        Err(invalid("TLS handshake: too many rounds"))
     }
 
     /// Opens what has arrived into `buf`: every complete record of one socket read.

@@ -6,6 +6,8 @@
 
 use std::sync::Arc;
 
+use bytes::{BufMut, BytesMut};
+
 use crate::error::{Error, Result};
 
 /// Checks a path the way the Java client's `PathUtils.validatePath` does.
@@ -107,9 +109,38 @@ impl Chroot {
 
     /// Validates a caller's path and returns the server path.
     pub(crate) fn to_server(&self, path: &str, sequential: bool) -> Result<String> {
+        let (root, rest) = self.server_parts(path, sequential)?;
+        let mut out = String::with_capacity(root.len() + rest.len());
+        out.push_str(root);
+        out.push_str(rest);
+        Ok(out)
+    }
+
+    /// Validates a caller's path and writes the server path into a request body as a jute
+    /// `ustring`, without building it as a `String` first: the bytes are those
+    /// `put_string(buf, &self.to_server(path, sequential)?)` writes.
+    pub(crate) fn put_server(
+        &self,
+        buf: &mut BytesMut,
+        path: &str,
+        sequential: bool,
+    ) -> Result<()> {
+        let (root, rest) = self.server_parts(path, sequential)?;
+        let len = i32::try_from(root.len() + rest.len()).map_err(|_| Error::InvalidPath {
+            path: path.chars().take(64).collect(),
+            reason: "longer than a request can carry",
+        })?;
+        buf.put_i32(len);
+        buf.put_slice(root.as_bytes());
+        buf.put_slice(rest.as_bytes());
+        Ok(())
+    }
+
+    /// Validates a caller's path; the server path is the two parts one after the other.
+    fn server_parts<'a>(&'a self, path: &'a str, sequential: bool) -> Result<(&'a str, &'a str)> {
         validate(path, sequential)?;
         if self.0.is_empty() {
-            return Ok(path.to_owned());
+            return Ok(("", path));
         }
         if path == "/" {
             if sequential {
@@ -121,12 +152,9 @@ impl Chroot {
                     reason: "a sequential create of the chroot itself would land outside it",
                 });
             }
-            return Ok(self.0.to_string());
+            return Ok((&self.0, ""));
         }
-        let mut out = String::with_capacity(self.0.len() + path.len());
-        out.push_str(&self.0);
-        out.push_str(path);
-        Ok(out)
+        Ok((&self.0, path))
     }
 
     /// Removes the chroot from a server path. A path outside the chroot (which the server

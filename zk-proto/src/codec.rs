@@ -135,10 +135,18 @@ pub fn get_string(buf: &mut Bytes) -> Result<String, DecodeError> {
     match get_len(buf)? {
         None => Ok(String::new()),
         Some(n) => {
-            let raw = buf.split_to(n);
-            std::str::from_utf8(&raw)
+            // Copied straight out of the frame: a `split_to` would take and drop a reference
+            // on the shared frame buffer (two atomic operations) for bytes that are copied
+            // anyway.
+            let raw = buf
+                .chunk()
+                .get(..n)
+                .ok_or(DecodeError::InvalidLength(n as i32))?;
+            let s = std::str::from_utf8(raw)
                 .map(str::to_owned)
-                .map_err(|_| DecodeError::InvalidUtf8)
+                .map_err(|_| DecodeError::InvalidUtf8)?;
+            buf.advance(n);
+            Ok(s)
         }
     }
 }

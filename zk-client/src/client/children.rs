@@ -4,13 +4,12 @@ use std::future::Future;
 
 use zk_proto::records::{
     GetAllChildrenNumberRequest, GetAllChildrenNumberResponse, GetChildren2Request,
-    GetChildren2Response, GetChildrenRequest, GetChildrenResponse, GetEphemeralsRequest,
-    GetEphemeralsResponse,
+    GetChildren2Response, GetChildrenResponse, GetEphemeralsRequest, GetEphemeralsResponse,
 };
 use zk_proto::{decode_prefix, OpCode, Stat};
 
 use super::node::one_shot;
-use super::{encode, Client};
+use super::{bodies, encode, Client};
 use crate::command::WatchKind;
 use crate::error::Result;
 use crate::watcher::Watcher;
@@ -33,10 +32,8 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<Vec<String>>> + Send + 'static {
-        let reply = self.server_path(path).map(|path| {
-            let body = encode(&GetChildrenRequest { path, watch: false });
-            self.request(OpCode::GetChildren, body, None)
-        });
+        let reply = bodies::path_watch(self.root(), path, false)
+            .map(|body| self.request(OpCode::GetChildren, body, None));
         async move {
             let resp: GetChildrenResponse = decode_prefix(reply?.await?)?;
             Ok(resp.children)
@@ -60,10 +57,8 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Vec<String>, Stat)>> + Send + 'static {
-        let reply = self.server_path(path).map(|path| {
-            let body = encode(&GetChildren2Request { path, watch: false });
-            self.request(OpCode::GetChildren2, body, None)
-        });
+        let reply = bodies::path_watch(self.root(), path, false)
+            .map(|body| self.request(OpCode::GetChildren2, body, None));
         async move {
             let resp: GetChildren2Response = decode_prefix(reply?.await?)?;
             Ok((resp.children, resp.stat))

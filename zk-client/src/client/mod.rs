@@ -6,6 +6,7 @@
 //! decodes them, again on the caller's task.
 
 mod acl;
+mod bodies;
 mod children;
 mod multi;
 mod node;

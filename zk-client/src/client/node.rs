@@ -5,12 +5,12 @@ use std::future::Future;
 use bytes::Bytes;
 use tokio::sync::oneshot;
 use zk_proto::records::{
-    Create2Response, CreateMode, CreateRequest, CreateTtlRequest, DeleteRequest, ExistsRequest,
-    ExistsResponse, GetDataRequest, GetDataResponse, MultiOp, SetDataRequest, SetDataResponse,
+    Create2Response, CreateMode, CreateRequest, CreateTtlRequest, ExistsRequest, ExistsResponse,
+    GetDataRequest, GetDataResponse, MultiOp, SetDataResponse,
 };
 use zk_proto::{decode_prefix, OpCode, Stat};
 
-use super::{encode, Client, CreateOptions};
+use super::{bodies, encode, Client, CreateOptions};
 use crate::command::{WatchAction, WatchKind, WatchSender};
 use crate::error::{Error, Result};
 use crate::path::Chroot;
@@ -27,20 +27,11 @@ pub(crate) fn create_op(
     options: &CreateOptions,
 ) -> Result<MultiOp> {
     let path = chroot.to_server(path, options.mode.is_sequential())?;
-    if options.acl.is_empty() {
-        return Err(Error::InvalidAcl);
-    }
+    let (code, ttl) = bodies::create_kind(options)?;
     let data = Bytes::copy_from_slice(data);
     let acl = options.acl.clone();
     let flags = options.mode.flags();
-    if options.mode.is_ttl() {
-        let ttl = options
-            .ttl
-            .ok_or(Error::InvalidArgument("a TTL mode needs a ttl"))?;
-        let ttl = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
-        if ttl <= 0 {
-            return Err(Error::InvalidArgument("ttl must be at least 1 ms"));
-        }
+    if let Some(ttl) = ttl {
         return Ok(MultiOp::CreateTtl(CreateTtlRequest {
             path,
             data,
@@ -49,16 +40,13 @@ pub(crate) fn create_op(
             ttl,
         }));
     }
-    if options.ttl.is_some() {
-        return Err(Error::InvalidArgument("ttl given for a mode without TTL"));
-    }
     let request = CreateRequest {
         path,
         data,
         acl,
         flags,
     };
-    Ok(if options.mode.is_container() {
+    Ok(if code == OpCode::CreateContainer {
         MultiOp::CreateContainer(request)
     } else {
         MultiOp::Create2(request)
@@ -120,15 +108,8 @@ impl Client {
         data: &[u8],
         options: &CreateOptions,
     ) -> impl Future<Output = Result<(String, Stat)>> + Send + 'static {
-        let reply = create_op(self.root(), path, data, options).map(|op| {
-            let (code, body) = match &op {
-                MultiOp::CreateTtl(r) => (OpCode::CreateTtl, encode(r)),
-                MultiOp::CreateContainer(r) => (OpCode::CreateContainer, encode(r)),
-                MultiOp::Create2(r) | MultiOp::Create(r) => (OpCode::Create2, encode(r)),
-                _ => unreachable!("create_op builds creates only"),
-            };
-            self.request(code, body, None)
-        });
+        let reply = bodies::create(self.root(), path, data, options)
+            .map(|(code, body)| self.request(code, body, None));
         let chroot = self.root().clone();
         async move {
             let resp: Create2Response = decode_prefix(reply?.await?)?;
@@ -219,13 +200,8 @@ impl Client {
         path: &str,
         version: Option<i32>,
     ) -> impl Future<Output = Result<()>> + Send + 'static {
-        let reply = self.server_path(path).map(|path| {
-            let body = encode(&DeleteRequest {
-                path,
-                version: version.unwrap_or(-1),
-            });
-            self.request(OpCode::Delete, body, None)
-        });
+        let reply = bodies::delete(self.root(), path, version)
+            .map(|body| self.request(OpCode::Delete, body, None));
         async move { reply?.await.map(drop) }
     }
 
@@ -244,13 +220,8 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<Option<Stat>>> + Send + 'static {
-        let reply = self.server_path(path).map(|path| {
-            self.request(
-                OpCode::Exists,
-                encode(&ExistsRequest { path, watch: false }),
-                None,
-            )
-        });
+        let reply = bodies::path_watch(self.root(), path, false)
+            .map(|body| self.request(OpCode::Exists, body, None));
         async move {
             match reply?.await {
                 Ok(body) => Ok(Some(decode_prefix::<ExistsResponse>(body)?.stat)),
@@ -312,13 +283,8 @@ impl Client {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Bytes, Stat)>> + Send + 'static {
-        let reply = self.server_path(path).map(|path| {
-            self.request(
-                OpCode::GetData,
-                encode(&GetDataRequest { path, watch: false }),
-                None,
-            )
-        });
+        let reply = bodies::path_watch(self.root(), path, false)
+            .map(|body| self.request(OpCode::GetData, body, None));
         async move {
             let resp: GetDataResponse = decode_prefix(reply?.await?)?;
             Ok((resp.data, resp.stat))
@@ -373,14 +339,8 @@ impl Client {
         data: &[u8],
         version: Option<i32>,
     ) -> impl Future<Output = Result<Stat>> + Send + 'static {
-        let reply = self.server_path(path).map(|path| {
-            let body = encode(&SetDataRequest {
-                path,
-                data: Bytes::copy_from_slice(data),
-                version: version.unwrap_or(-1),
-            });
-            self.request(OpCode::SetData, body, None)
-        });
+        let reply = bodies::set_data(self.root(), path, data, version)
+            .map(|body| self.request(OpCode::SetData, body, None));
         async move {
             let resp: SetDataResponse = decode_prefix(reply?.await?)?;
             Ok(resp.stat)

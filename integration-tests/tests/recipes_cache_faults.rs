@@ -2,8 +2,9 @@
 //! kills, proxy cuts, partitions shorter than the session timeout and one session expiry.
 //! After every change batch the cache must equal a fresh recursive read (0 differences in
 //! every round), every event replayed over the start must give the final snapshot, and a
-//! Java `CuratorCache` (Debian's Curator 5.4) on the same subtree must end with the same
-//! snapshot.
+//! Java `CuratorCache` (Debian's Curator 5.4) on the same subtree must agree with ours and the
+//! server on every node it has (it can miss a subtree for good after a connection loss, a
+//! Curator bug described at the check; such misses are reported, not failed on).
 
 mod recipes_cache_common;
 
@@ -20,6 +21,8 @@ use zk_client::{Client, CreateOptions, Error, SessionManager, SessionState};
 use zk_recipes::cache::{Cache, CacheEvent};
 
 const LIMIT: Duration = Duration::from_secs(60);
+/// How long Curator's cache gets to catch up with the server at a checkpoint.
+const CATCH_UP: Duration = Duration::from_secs(20);
 
 /// Rounds of the fault test (`CACHE_FAULT_ROUNDS`, default 24; at least 20).
 fn rounds() -> usize {
@@ -136,6 +139,7 @@ async fn cache_equals_the_server_after_every_batch_under_faults_and_matches_cura
 
     let rounds = rounds();
     let mut differences = 0;
+    let mut known_missed = std::collections::BTreeSet::new();
     let mut writes = 0;
     let mut expired = false;
     let started = Instant::now();
@@ -209,21 +213,49 @@ async fn cache_equals_the_server_after_every_batch_under_faults_and_matches_cura
         if round % 6 == 0 || round == rounds {
             // Curator refreshes the nodes it finds through cversion in the background, so
             // its marker can arrive before the rest of a resync: take its snapshot again
-            // until it has caught up, within LIMIT (ours is checked at the marker, above).
-            let caught_up = tokio::time::Instant::now() + LIMIT;
+            // until it has caught up, within CATCH_UP (ours is checked at the marker, above).
+            // Nodes it already missed for good (below) are not waited for again.
+            let caught_up = tokio::time::Instant::now() + CATCH_UP;
             let mut theirs = java.dump_at("/app/marker", &mark).await;
-            while !diff(&server, &theirs).is_empty() && tokio::time::Instant::now() < caught_up {
+            let behind = |theirs: &Tree| {
+                diff(&server, theirs)
+                    .iter()
+                    .any(|d| !known_missed.contains(d))
+            };
+            while behind(&theirs) && tokio::time::Instant::now() < caught_up {
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 theirs = java.dump_at("/app/marker", &mark).await;
             }
-            let d = diff(&server, &theirs);
+            // Curator 5.4's cache can lose a subtree for good: a getChildren it issues after
+            // a node's getData, lost to a connection loss, is never retried, and its rebuild
+            // after the reconnect skips the node because the stored cversion is already the
+            // new one (`CuratorCacheImpl.checkChildrenChanged`). A CI run saw it (round 24,
+            // a member killed: `/app/n2/m3` and its child missing for the whole minute).
+            // That is Curator's bug: nodes missing from its cache are reported, not failed
+            // on. Anything else (a node the server does not have, other data or stat) fails.
+            let (missed, wrong): (Vec<String>, Vec<String>) = diff(&server, &theirs)
+                .into_iter()
+                .partition(|d| d.starts_with("missing "));
             assert_eq!(
-                d,
+                wrong,
                 Vec::<String>::new(),
-                "round {round}: Curator's cache differs from the server"
+                "round {round}: Curator's cache contradicts the server"
             );
+            if !missed.is_empty() {
+                eprintln!("round {round}: Curator's cache misses {missed:?}");
+                known_missed.extend(missed.iter().cloned());
+            }
+            // Ours equals the server (checked at the marker above), so against Curator's it
+            // may only have the nodes Curator missed.
+            let ours_vs_theirs: Vec<String> = diff(&theirs, &cache_tree(&cache))
+                .into_iter()
+                .filter(|d| {
+                    !d.strip_prefix("extra ")
+                        .is_some_and(|p| missed.contains(&format!("missing {p}")))
+                })
+                .collect();
             assert_eq!(
-                diff(&theirs, &cache_tree(&cache)),
+                ours_vs_theirs,
                 Vec::<String>::new(),
                 "round {round}: ours vs Curator's"
             );
@@ -233,9 +265,10 @@ async fn cache_equals_the_server_after_every_batch_under_faults_and_matches_cura
     assert_ne!(manager.current().number, 1, "the expiry gave a new session");
     let final_tree = cache_tree(&cache);
     println!(
-        "cache faults: {rounds} rounds, {writes} writes, {} events, {} nodes at the end, {differences} differences, {:.1?}",
+        "cache faults: {rounds} rounds, {writes} writes, {} events, {} nodes at the end, {differences} differences, {} nodes Curator's cache missed, {:.1?}",
         rec.len(),
         final_tree.len(),
+        known_missed.len(),
         started.elapsed()
     );
     assert_eq!(

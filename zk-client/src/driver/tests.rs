@@ -24,6 +24,7 @@ use crate::hosts::HostList;
 use crate::path::Chroot;
 use crate::session::{Session, SessionConfig, SET_WATCHES_BATCH_BYTES};
 use crate::state::{SessionInfo, SessionState, STATE_HISTORY};
+use crate::state_watcher::StateWatcher;
 
 const SESSION: Duration = Duration::from_secs(9);
 const CONNECT: Duration = Duration::from_secs(3);
@@ -190,6 +191,19 @@ impl Harness {
         let (at, s) = self.accepted.recv().await.expect("a connection");
         (at - self.t0, s)
     }
+
+    /// The first connection, its handshake answered as `session_id`, once the client says it
+    /// is connected; with the state watcher that saw it.
+    async fn connected(&mut self, session_id: i64) -> (DuplexStream, StateWatcher) {
+        let (_, mut s) = self.next_connection().await;
+        handshake(&mut s, session_id).await;
+        let mut states = self.client.state_watcher();
+        assert_eq!(
+            states.wait_for(|s| s.is_connected()).await,
+            SessionState::Connected
+        );
+        (s, states)
+    }
 }
 
 #[tokio::test(start_paused = true)]
@@ -238,13 +252,7 @@ async fn a_server_that_hangs_up_after_each_handshake_gets_fewer_and_fewer_attemp
 #[tokio::test(start_paused = true)]
 async fn a_silent_server_is_left_after_two_thirds_of_the_session_timeout() {
     let mut h = start();
-    let (_, mut s) = h.next_connection().await;
-    handshake(&mut s, 0x6).await;
-    let mut states = h.client.state_watcher();
-    assert_eq!(
-        states.wait_for(|s| s.is_connected()).await,
-        SessionState::Connected
-    );
+    let (mut s, mut states) = h.connected(0x6).await;
     let connected = Instant::now();
     // Pings arrive (unanswered) after 1/3 of the timeout of send silence.
     let mut ping = read_frame(&mut s).await.expect("a ping");
@@ -276,13 +284,7 @@ fn a_write_that_takes_no_bytes_ends_the_connection() {
             .expect("runtime");
         let got = runtime.block_on(async {
             let mut h = start();
-            let (_, mut s) = h.next_connection().await;
-            handshake(&mut s, 0x9).await;
-            let mut states = h.client.state_watcher();
-            assert_eq!(
-                states.wait_for(|s| s.is_connected()).await,
-                SessionState::Connected
-            );
+            let (s, _states) = h.connected(0x9).await;
             h.refuse_writes.store(true, Ordering::SeqCst);
             let get = h.client.get_data("/a");
             let (_, mut s2) = h.next_connection().await;

@@ -132,7 +132,7 @@ pub use leader::{
 pub use lock::{
     AcquireFuture, ExclusiveLock, FairLock, Lock, MultiGuard, MultiLock, ReadWriteLock,
 };
-pub use queue::{Participant, Released};
+pub use queue::{HandOff, Participant, Released};
 pub use revoke::{revoke, REVOKE_MESSAGE};
 pub use semaphore::{Lease, Semaphore, SemaphoreMutex};
 pub use state::LockState;

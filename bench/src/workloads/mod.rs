@@ -37,6 +37,8 @@ pub(crate) enum Workload {
     W4,
     /// Diagnostic for W4: a minimal lock written in the bench.
     W4bare,
+    /// Diagnostic for W4: zk-recipes with `HandOff::Prepared`.
+    W4prepared,
     /// The herd check and the hand-off latency of one release.
     W5,
     /// zk-proto encode/decode throughput.
@@ -56,7 +58,7 @@ pub(crate) struct Target {
 }
 
 impl Workload {
-    pub(crate) const ALL: [Workload; 12] = [
+    pub(crate) const ALL: [Workload; 13] = [
         Workload::W1,
         Workload::W2,
         Workload::W2eager,
@@ -64,6 +66,7 @@ impl Workload {
         Workload::W3,
         Workload::W4,
         Workload::W4bare,
+        Workload::W4prepared,
         Workload::W5,
         Workload::Codec,
         Workload::Mem,
@@ -85,6 +88,7 @@ impl Workload {
         match self {
             Workload::W2eager => Some((Workload::W2, "zk-client, batch_reads(false)")),
             Workload::W4bare => Some((Workload::W4, "zk-client + bare lock in bench/")),
+            Workload::W4prepared => Some((Workload::W4, "zk-recipes, HandOff::Prepared")),
             _ => None,
         }
     }
@@ -98,6 +102,7 @@ impl Workload {
             Workload::W3 => "W3",
             Workload::W4 => "W4",
             Workload::W4bare => "W4bare",
+            Workload::W4prepared => "W4prepared",
             Workload::W5 => "W5",
             Workload::Codec => "codec",
             Workload::Mem => "mem",
@@ -128,6 +133,7 @@ impl Workload {
             Workload::W3 => w3::run(ctx, which, round).await,
             Workload::W4 => w4::run(ctx, which, round).await,
             Workload::W4bare => w4::bare(ctx, round).await,
+            Workload::W4prepared => w4::prepared(ctx, round).await,
             Workload::W5 | Workload::Codec | Workload::Mem | Workload::Tls | Workload::Cache => {
                 Err(format!("{} is not a sampled workload", self.name()).into())
             }

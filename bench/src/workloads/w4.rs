@@ -1,6 +1,8 @@
-//! W4: sessions taking turns on one fair lock; W4bare, its diagnostic with a minimal lock.
+//! W4: sessions taking turns on one fair lock; W4bare, its diagnostic with a minimal lock;
+//! W4prepared, ours with `HandOff::Prepared`.
 
 use tokio::task::JoinSet;
+use zk_recipes::HandOff;
 
 use super::bare_lock::bare_turn;
 use super::common::{
@@ -13,9 +15,25 @@ use crate::{Ctx, Res};
 /// W4: `w4_sessions` sessions each acquire and release the same fair lock `w4_rounds` times
 /// (ops = acquisitions).
 pub(crate) async fn run(ctx: &Ctx, which: Which, round: usize) -> Res<Sample> {
+    run_with(ctx, which, round, HandOff::Lean, which.tag()).await
+}
+
+/// Diagnostic for W4: ours with [`HandOff::Prepared`] (a waiter behind two nodes watches
+/// both, so a release hands the lock over with no listing; two notifications per release).
+pub(crate) async fn prepared(ctx: &Ctx, round: usize) -> Res<Sample> {
+    run_with(ctx, Which::Ours, round, HandOff::Prepared, "prepared").await
+}
+
+async fn run_with(
+    ctx: &Ctx,
+    which: Which,
+    round: usize,
+    hand_off: HandOff,
+    tag: &str,
+) -> Res<Sample> {
     let n = ctx.sizes.w4_sessions;
     let per = ctx.sizes.w4_rounds;
-    let base = format!("{}/w4-{}-{round}", ctx.root, which.tag());
+    let base = format!("{}/w4-{tag}-{round}", ctx.root);
     let setup = connect_ours(ctx).await?;
     ensure_node(&setup, &base, b"").await?;
     let step = ctx.limits.step;
@@ -28,7 +46,7 @@ pub(crate) async fn run(ctx: &Ctx, which: Which, round: usize) -> Res<Sample> {
             ours_clients = clients.clone();
             m = Meter::start(ctx.addr).await;
             for c in clients {
-                let lock = zk_recipes::FairLock::new(c, &base)?;
+                let lock = zk_recipes::FairLock::new(c, &base)?.with_hand_off(hand_off);
                 tasks.spawn(async move {
                     for _ in 0..per {
                         let guard = lock.acquire_timeout(step).await?;

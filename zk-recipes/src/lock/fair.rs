@@ -13,7 +13,7 @@ use super::support::{local_permit, Owner};
 use crate::error::{Error, Result};
 use crate::guard::{Hold, LockGuard, ReleaseHook};
 use crate::queue::naming::{self, Intent, MUTEX_LOCK_NAME};
-use crate::queue::{acquire, check_base, participants, Order, Participant, QueueSpec};
+use crate::queue::{acquire, check_base, participants, HandOff, Order, Participant, QueueSpec};
 use crate::retry::deadline_after;
 
 /// Who holds the lock in this process, for re-entry.
@@ -112,6 +112,7 @@ impl FairLock {
                 lock_name: MUTEX_LOCK_NAME,
                 intent: Intent::Write,
                 data: None,
+                hand_off: HandOff::default(),
             },
             None,
         ))
@@ -156,6 +157,34 @@ impl FairLock {
         let mut spec = self.inner.spec.clone();
         spec.data = Some(data.into());
         self.rebuilt(spec, self.inner.kind)
+    }
+
+    /// This lock with `hand_off` as the way its waiters learn that the lock came to them
+    /// (default [`HandOff::Lean`], ZooKeeper's recipe: a release wakes exactly one waiter).
+    /// [`HandOff::Prepared`] hands a busy lock over in one round trip instead of two, for
+    /// one more notification per release.
+    ///
+    /// Returns a new instance (it shares no local queue or re-entry with `self`); set it
+    /// before sharing the lock. Contenders with either setting, and those of other
+    /// libraries, queue together as before.
+    ///
+    /// ```no_run
+    /// # fn f(client: zk_client::Client) -> Result<(), zk_recipes::Error> {
+    /// use zk_recipes::{FairLock, HandOff};
+    /// let lock = FairLock::new(client, "/locks/jobs")?.with_hand_off(HandOff::Prepared);
+    /// assert_eq!(lock.hand_off(), HandOff::Prepared);
+    /// # Ok(()) }
+    /// ```
+    pub fn with_hand_off(&self, hand_off: HandOff) -> FairLock {
+        let mut spec = self.inner.spec.clone();
+        spec.hand_off = hand_off;
+        self.rebuilt(spec, self.inner.kind)
+    }
+
+    /// How this lock's waiters learn that the lock came to them (see
+    /// [`with_hand_off`](Self::with_hand_off)).
+    pub fn hand_off(&self) -> HandOff {
+        self.inner.spec.hand_off
     }
 
     /// A new instance (own local queue and re-entry) with `spec` and metrics `kind`.

@@ -5,7 +5,7 @@ use zk_client::Client;
 use super::fair::FairLock;
 use crate::error::Result;
 use crate::queue::naming::{Intent, READ_LOCK_NAME, WRITE_LOCK_NAME};
-use crate::queue::{check_base, Participant, QueueSpec};
+use crate::queue::{check_base, HandOff, Participant, QueueSpec};
 use bytes::Bytes;
 
 /// A fair read/write lock: readers hold it together unless a writer queued before them;
@@ -61,6 +61,7 @@ impl ReadWriteLock {
                 lock_name: WRITE_LOCK_NAME,
                 intent: Intent::Write,
                 data: None,
+                hand_off: HandOff::default(),
             },
             None,
         );
@@ -71,6 +72,7 @@ impl ReadWriteLock {
                 lock_name: READ_LOCK_NAME,
                 intent: Intent::Read,
                 data: None,
+                hand_off: HandOff::default(),
             },
             Some(&write),
         );
@@ -96,6 +98,21 @@ impl ReadWriteLock {
             self.read.client().clone(),
             QueueSpec {
                 data: Some(data),
+                ..self.read.spec().clone()
+            },
+            Some(&write),
+        );
+        ReadWriteLock { read, write }
+    }
+
+    /// This lock with `hand_off` for both sides (see [`FairLock::with_hand_off`]). Returns a
+    /// new instance.
+    pub fn with_hand_off(&self, hand_off: HandOff) -> ReadWriteLock {
+        let write = self.write.with_hand_off(hand_off);
+        let read = FairLock::with_spec(
+            self.read.client().clone(),
+            QueueSpec {
+                hand_off,
                 ..self.read.spec().clone()
             },
             Some(&write),

@@ -15,15 +15,15 @@
 
 use bytes::Bytes;
 use tokio::time::Instant;
-use zk_client::{Client, CreateMode, Stat};
+use zk_client::{Client, CreateMode, Stat, Watcher};
 
 use super::cleanup::{detached, Orphan};
 use super::create::{Listing, Protected};
 use super::delete::delete_guaranteed;
-use super::locate::locate;
+use super::locate::{locate, Place};
 use super::naming::{self, Intent, Position};
 use super::owner::local_address;
-use super::wait::{wait_for_node, Wake};
+use super::wait::{watch_node, woken, HandOff, Wake, Watch};
 use crate::error::{Error, LossReason, Result};
 use crate::retry::{gave_up, retry_after, turns, until};
 
@@ -39,6 +39,8 @@ pub(crate) struct QueueSpec {
     /// The owner data each node carries; `None`: Curator's default, the local address
     /// (resolved off the runtime at the first acquisition, see [`local_address`]).
     pub(crate) data: Option<Bytes>,
+    /// How a waiter behind more than one node waits.
+    pub(crate) hand_off: HandOff,
 }
 
 /// A queue node that is ours and at the head (for its intent).
@@ -156,6 +158,12 @@ async fn create_listed_node(
 ///
 /// `ignore` names a node of ours that must not block us (our write node, in a downgrade).
 /// `listed`: a listing taken after our node was created, used for the first look.
+///
+/// With [`HandOff::Prepared`] and more than one blocker, it watches two: the nearest, and
+/// the one before it ([`Place::second`](super::locate::Place)). When that one goes, the
+/// nearest is usually at the head; listing again then, while it holds and with its watch
+/// kept, tells us whether it is our only blocker. Its release then hands the lock over with no
+/// listing on the hand-off's path. Each node is watched by at most two waiters.
 async fn wait_turn(
     client: &Client,
     spec: &QueueSpec,
@@ -164,6 +172,8 @@ async fn wait_turn(
     ignore: Option<&str>,
     mut listed: Option<Listing>,
 ) -> Result<Option<u64>> {
+    // The watch on the node we waited for, kept across a listing.
+    let mut ahead: Option<(String, Watcher)> = None;
     for _ in turns() {
         let (epoch, children) = match listed.take() {
             Some(Listing { epoch, children }) => (epoch, children),
@@ -178,20 +188,80 @@ async fn wait_turn(
                 }
             }
         };
-        match locate(&children, ours, spec.intent, ignore) {
+        let Place { position, second } = locate(&children, ours, spec.intent, ignore);
+        let (node, only) = match position {
             Position::Acquired => return Ok(Some(epoch)),
             Position::Missing => return Err(Error::LockLost(LossReason::NodeDeleted)),
             Position::WaitFor { .. } if try_only => return Ok(None),
-            Position::WaitFor { node, only } => {
+            Position::WaitFor { node, only } => (node, only),
+        };
+        let kept = match ahead.take() {
+            Some((name, watcher)) if name == node => Some(watcher),
+            _ => None,
+        };
+        let second = second.filter(|_| !only && spec.hand_off == HandOff::Prepared);
+        let (nearest, before) = watch_both(client, &spec.base, &node, kept, second).await?;
+        let Some(mut nearest) = nearest else {
+            continue;
+        };
+        match before {
+            None => {
                 // Our only blocker is gone: nobody can have queued ahead of us since (later
                 // nodes get larger sequence numbers), so the lock is ours without listing
                 // again. Anything else: look again.
-                let path = naming::child_path(&spec.base, &node);
-                if wait_for_node(client, &path).await? == Wake::Deleted && only {
+                if woken(client, nearest.await).await? == Wake::Deleted && only {
                     return Ok(Some(epoch));
+                }
+            }
+            Some(Watch::Missing) => ahead = Some((node, nearest)),
+            Some(Watch::LookAgain) => {}
+            Some(Watch::Set(before)) => {
+                tokio::select! {
+                    biased;
+                    event = &mut nearest => {
+                        woken(client, event).await?;
+                    }
+                    event = before => {
+                        if woken(client, event).await? == Wake::Deleted {
+                            ahead = Some((node, nearest));
+                        }
+                    }
                 }
             }
         }
     }
     Err(gave_up())
+}
+
+/// Sets the watches of one wait: on `node` (unless `kept` is its watch already) and on
+/// `second`, both requests sent before either reply is awaited. Returns the watch on `node`
+/// (`None`: look again, it is gone or a connection loss was waited out) and, with `second`,
+/// what became of its watch.
+async fn watch_both(
+    client: &Client,
+    base: &str,
+    node: &str,
+    kept: Option<Watcher>,
+    second: Option<String>,
+) -> Result<(Option<Watcher>, Option<Watch>)> {
+    let nearest = async {
+        match kept {
+            Some(watcher) => Ok(Watch::Set(watcher)),
+            None => watch_node(client, &naming::child_path(base, node)).await,
+        }
+    };
+    let before = async {
+        match &second {
+            Some(name) => watch_node(client, &naming::child_path(base, name))
+                .await
+                .map(Some),
+            None => Ok(None),
+        }
+    };
+    let (nearest, before) = tokio::join!(nearest, before);
+    let (nearest, before) = (nearest?, before?);
+    match nearest {
+        Watch::Set(watcher) => Ok((Some(watcher), before)),
+        Watch::Missing | Watch::LookAgain => Ok((None, None)),
+    }
 }

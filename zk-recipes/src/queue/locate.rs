@@ -4,28 +4,47 @@
 
 use super::naming::{self, Intent, Position};
 
+/// Our place in a listing: the [`Position`], and when we wait behind more than one node, the
+/// blocker next in line before the one we wait for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Place {
+    /// What to do next.
+    pub(crate) position: Position,
+    /// With [`Position::WaitFor`] and more than one blocker: the blocker nearest before
+    /// `node`. When it goes, `node` is usually at the head, and listing again then (while
+    /// `node` holds) tells whether `node` is our only blocker, so that its release needs no
+    /// listing on the hand-off's path.
+    pub(crate) second: Option<String>,
+}
+
 /// Where `ours` stands among `children` for `intent`, `ignore` set aside (our own write node,
-/// in a downgrade): exactly `position(&queue(children without ignore), ours, intent)`.
+/// in a downgrade): exactly `position(&queue(children without ignore), ours, intent)`, and
+/// the second-nearest blocker.
 ///
 /// The node that blocks us is the contender (a child with a trailing sequence) nearest
 /// before ours in queue order (sequence, then name) among those that block `intent`: every
 /// one for a write, the write requests for a read. That is the largest such key below ours,
-/// so one pass finds it and counts the blockers.
+/// so one pass finds it (and the next largest) and counts the blockers.
 pub(crate) fn locate(
     children: &[String],
     ours: &str,
     intent: Intent,
     ignore: Option<&str>,
-) -> Position {
+) -> Place {
+    let missing = Place {
+        position: Position::Missing,
+        second: None,
+    };
     if ignore == Some(ours) {
-        return Position::Missing;
+        return missing;
     }
     let Some(our_sequence) = naming::sequence_of(ours) else {
-        return Position::Missing;
+        return missing;
     };
     let ours_key = (our_sequence, ours);
     let mut found = false;
     let mut blocker: Option<(i32, &str)> = None;
+    let mut second: Option<(i32, &str)> = None;
     let mut blockers = 0usize;
     for name in children.iter().map(String::as_str) {
         if name == ours {
@@ -44,15 +63,25 @@ pub(crate) fn locate(
         }
         blockers += 1;
         if blocker.is_none_or(|nearest| key > nearest) {
+            second = blocker;
             blocker = Some(key);
+        } else if second.is_none_or(|next| key > next) {
+            second = Some(key);
         }
     }
     match (found, blocker) {
-        (false, _) => Position::Missing,
-        (true, None) => Position::Acquired,
-        (true, Some((_, node))) => Position::WaitFor {
-            node: node.to_owned(),
-            only: blockers == 1 && !(intent == Intent::Write && naming::may_gain_a_downgrade(node)),
+        (false, _) => missing,
+        (true, None) => Place {
+            position: Position::Acquired,
+            second: None,
+        },
+        (true, Some((_, node))) => Place {
+            position: Position::WaitFor {
+                node: node.to_owned(),
+                only: blockers == 1
+                    && !(intent == Intent::Write && naming::may_gain_a_downgrade(node)),
+            },
+            second: second.map(|(_, name)| name.to_owned()),
         },
     }
 }
@@ -62,18 +91,30 @@ mod tests {
     use super::*;
     use crate::queue::naming::{position, queue};
 
-    /// The reference: the public queue and position, `ignore` removed first.
-    fn reference(
-        children: &[String],
-        ours: &str,
-        intent: Intent,
-        ignore: Option<&str>,
-    ) -> Position {
+    /// The reference: the public queue and position, `ignore` removed first; the second
+    /// blocker is the one before the blocker among those that block `intent`.
+    fn reference(children: &[String], ours: &str, intent: Intent, ignore: Option<&str>) -> Place {
         let mut q = queue(children);
         if let Some(skip) = ignore {
             q.retain(|c| c.name != skip);
         }
-        position(&q, ours, intent)
+        let position = position(&q, ours, intent);
+        let second = match &position {
+            Position::WaitFor { .. } => {
+                let index = q.iter().position(|c| c.name == ours).unwrap_or(0);
+                let blockers: Vec<&str> = q[..index]
+                    .iter()
+                    .filter(|c| intent == Intent::Write || c.intent == Intent::Write)
+                    .map(|c| c.name.as_str())
+                    .collect();
+                blockers
+                    .len()
+                    .checked_sub(2)
+                    .map(|i| blockers[i].to_owned())
+            }
+            _ => None,
+        };
+        Place { position, second }
     }
 
     /// A small deterministic generator (xorshift), so the cases are the same on every run.
@@ -136,7 +177,7 @@ mod tests {
     }
 
     #[test]
-    fn a_mutex_waiter_watches_its_predecessor() {
+    fn a_mutex_waiter_watches_its_predecessor_and_the_one_before() {
         let children: Vec<String> = [
             "_c_b-lock-0000000002",
             "_c_c-lock-0000000003",
@@ -144,26 +185,27 @@ mod tests {
         ]
         .map(String::from)
         .to_vec();
+        let wait = |node: &str, only, second: Option<&str>| Place {
+            position: Position::WaitFor {
+                node: node.into(),
+                only,
+            },
+            second: second.map(String::from),
+        };
         assert_eq!(
             locate(&children, "_c_c-lock-0000000003", Intent::Write, None),
-            Position::WaitFor {
-                node: "_c_b-lock-0000000002".into(),
-                only: false
-            }
+            wait("_c_b-lock-0000000002", false, Some("_c_a-lock-0000000001"))
         );
         assert_eq!(
             locate(&children, "_c_b-lock-0000000002", Intent::Write, None),
-            Position::WaitFor {
-                node: "_c_a-lock-0000000001".into(),
-                only: true
-            }
+            wait("_c_a-lock-0000000001", true, None)
         );
         assert_eq!(
-            locate(&children, "_c_a-lock-0000000001", Intent::Write, None),
+            locate(&children, "_c_a-lock-0000000001", Intent::Write, None).position,
             Position::Acquired
         );
         assert_eq!(
-            locate(&children, "_c_d-lock-0000000004", Intent::Write, None),
+            locate(&children, "_c_d-lock-0000000004", Intent::Write, None).position,
             Position::Missing
         );
     }

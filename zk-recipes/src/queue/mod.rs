@@ -41,3 +41,4 @@ pub(crate) use owner::local_address;
 pub use participants::Participant;
 pub(crate) use participants::{list, participants, Order};
 pub(crate) use wait::wait_for_node;
+pub use wait::HandOff;

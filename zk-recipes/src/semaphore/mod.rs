@@ -25,7 +25,7 @@ use crate::error::{Error, LossReason, Result};
 use crate::guard::{Hold, LockGuard};
 use crate::queue::naming::{Intent, MUTEX_LOCK_NAME};
 use crate::queue::{
-    acquire, check_base, create_node, detached, participants, Order, Orphan, Participant,
+    acquire, check_base, create_node, detached, participants, HandOff, Order, Orphan, Participant,
     Protected, QueueSpec,
 };
 use crate::retry::{deadline_after, until};
@@ -105,12 +105,14 @@ impl Semaphore {
             lock_name: MUTEX_LOCK_NAME,
             intent: Intent::Write,
             data: None,
+            hand_off: HandOff::default(),
         };
         let leases = QueueSpec {
             base: format!("{path}/{LEASE_PARENT}"),
             lock_name: LEASE_NAME,
             intent: Intent::Write,
             data: None,
+            hand_off: HandOff::default(),
         };
         Ok(Semaphore {
             client,

@@ -45,7 +45,9 @@ impl Inner {
 }
 
 /// A fair, re-entrant, distributed lock: waiters are served in the order they queued, and
-/// each waits only for its immediate predecessor, so a release wakes exactly one waiter.
+/// each waits only for its immediate predecessor, so a release wakes exactly one waiter (by
+/// default; [`with_hand_off`](Self::with_hand_off) trades a second notification for a faster
+/// hand-off).
 ///
 /// Nodes are `<path>/_c_<uuid>-lock-<seq>` (ephemeral sequential, parents created as
 /// containers), the layout of Curator's `InterProcessMutex`, so Java processes using Curator

@@ -15,7 +15,8 @@ use bytes::Bytes;
 /// layout, in one queue ordered by sequence number. A writer waits for its immediate
 /// predecessor; a reader waits only for the nearest write node queued before it. So a
 /// writer's release wakes exactly the readers it unblocks (and a reader's release wakes at
-/// most the writer right behind it). Curator's readers watch the lowest write node instead,
+/// most the writer right behind it); with [`HandOff::Prepared`](crate::HandOff::Prepared),
+/// also a waiter two blockers behind. Curator's readers watch the lowest write node instead,
 /// which is equally safe.
 ///
 /// The owner of the write lock may also take the read lock (a downgrade): the read node is

@@ -1,5 +1,5 @@
 //! Waiting for the node ahead of ours: one watch on one node, so a release wakes one waiter
-//! (no herd).
+//! (no herd); [`HandOff`] says whether a waiter also watches the node two ahead.
 
 use tracing::debug;
 use zk_client::{Client, EventType, Watcher};

@@ -56,6 +56,34 @@ fn waiter(lock: FairLock) -> (oneshot::Receiver<LockGuard>, JoinHandle<()>) {
     (rx, task)
 }
 
+/// A waiter's guard to come, and its task.
+type Waiting = (oneshot::Receiver<LockGuard>, JoinHandle<()>);
+
+/// A holder A of the fair lock at `path` and two `HandOff::Prepared` waiters queued behind it
+/// in order, B (on `hosts`) and C (on `c`), once the server holds their three watches (B on
+/// A; C on B and A).
+async fn holder_and_two_waiters(
+    server: &Server,
+    admin: &Client,
+    hosts: &str,
+    c: Client,
+    path: &str,
+) -> (LockGuard, Waiting, Waiting) {
+    let holder = FairLock::new(connect(hosts).await, path).unwrap();
+    let a = holder.acquire().await.unwrap();
+    let prepared = |c| {
+        FairLock::new(c, path)
+            .unwrap()
+            .with_hand_off(HandOff::Prepared)
+    };
+    let b = waiter(prepared(connect(hosts).await));
+    wait_children(admin, path, 2, LIMIT).await;
+    let c = waiter(prepared(c));
+    wait_children(admin, path, 3, LIMIT).await;
+    wait_watches(server, 3).await;
+    (a, b, c)
+}
+
 /// A fresh server, a chroot on it, and an admin session there.
 async fn setup(name: &str) -> (Server, String, Client) {
     let server = fresh_standalone().await;
@@ -69,24 +97,12 @@ async fn a_prepared_waiter_takes_the_lock_on_its_predecessors_release_without_a_
     let (server, root, admin) = setup("prepared").await;
     let hosts = server.hosts(&root);
     let path = "/prepared";
-    let holder = FairLock::new(connect(&hosts).await, path).unwrap();
-    let a = holder.acquire().await.unwrap();
-    let prepared = |c| {
-        FairLock::new(c, path)
-            .unwrap()
-            .with_hand_off(HandOff::Prepared)
-    };
-    let (b, _b_task) = waiter(prepared(connect(&hosts).await));
-    wait_children(&admin, path, 2, LIMIT).await;
     // C's requests are counted by a proxy.
     let proxy = Proxy::start(server.addr()).await;
-    let (mut c, _c_task) = waiter(prepared(
-        quiet_client(&format!("{}{root}", proxy.connect_string())).await,
-    ));
-    wait_children(&admin, path, 3, LIMIT).await;
-    // B watches A; C watches B and A.
-    wait_watches(&server, 3).await;
-    settled(&proxy).await;
+    let c_client = quiet_client(&format!("{}{root}", proxy.connect_string())).await;
+    let (a, (b, _b_task), (mut c, _c_task)) =
+        holder_and_two_waiters(&server, &admin, &hosts, c_client, path).await;
+    let queued = settled(&proxy).await;
 
     let before = notifications(&server).await;
     a.release().await.unwrap();
@@ -103,6 +119,15 @@ async fn a_prepared_waiter_takes_the_lock_on_its_predecessors_release_without_a_
         timeout(Duration::from_millis(300), &mut c).await.is_err(),
         "C acquired while B holds"
     );
+    // C lists the queue again on A's deletion: wait for that request to leave, then for quiet.
+    let start = Instant::now();
+    while proxy.stats().to_server == queued {
+        assert!(
+            start.elapsed() < LIMIT,
+            "C never listed the queue after A's release"
+        );
+        sleep(Duration::from_millis(20)).await;
+    }
     let sent = settled(&proxy).await;
 
     b.release().await.unwrap();
@@ -121,18 +146,9 @@ async fn a_prepared_waiter_whose_predecessor_gives_up_waits_for_the_holder() {
     let (server, root, admin) = setup("gives_up").await;
     let hosts = server.hosts(&root);
     let path = "/gives-up";
-    let holder = FairLock::new(connect(&hosts).await, path).unwrap();
-    let a = holder.acquire().await.unwrap();
-    let prepared = |c| {
-        FairLock::new(c, path)
-            .unwrap()
-            .with_hand_off(HandOff::Prepared)
-    };
-    let (_b, b_task) = waiter(prepared(connect(&hosts).await));
-    wait_children(&admin, path, 2, LIMIT).await;
-    let (mut c, _c_task) = waiter(prepared(connect(&hosts).await));
-    wait_children(&admin, path, 3, LIMIT).await;
-    wait_watches(&server, 3).await;
+    let c_client = connect(&hosts).await;
+    let (a, (_b, b_task), (mut c, _c_task)) =
+        holder_and_two_waiters(&server, &admin, &hosts, c_client, path).await;
 
     // B gives up while A holds: its node goes, and C, woken by its nearest blocker's
     // deletion, must find A still ahead.

@@ -1,6 +1,7 @@
 //! A randomized lock soak: eight contenders, each with its own session through its own fault
 //! proxies (one per member of a 3-node ensemble), take `FairLock`, both sides of
-//! `ReadWriteLock` (all on one Curator-style queue) and `ExclusiveLock` (its own node) round
+//! `ReadWriteLock` (all on one Curator-style queue, odd contenders with `HandOff::Prepared`,
+//! even ones with the default) and `ExclusiveLock` (its own node) round
 //! after round while two fault lanes kill members (the leader too), take the quorum away for
 //! longer than a session, reset, partition, delay and drop create replies. Writers increment a
 //! counter (fenced, or plain with a version check); readers check the counter does not move.

@@ -8,7 +8,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tokio::time::Instant;
 use zk_client::{Client, Op, OpResult, SessionState, StateWatcher};
-use zk_recipes::{ExclusiveLock, FairLock, LockGuard, LockState, ReadWriteLock};
+use zk_recipes::{ExclusiveLock, FairLock, HandOff, LockGuard, LockState, ReadWriteLock};
 
 use super::check::describe;
 use super::{
@@ -45,12 +45,20 @@ enum Locker {
 }
 
 impl Locker {
-    fn new(client: &Client, role: Role) -> Locker {
-        let queue = || ReadWriteLock::new(client.clone(), QUEUE_LOCK).expect("queue lock path");
+    /// The lock of `role`; queue locks wait with `hand_off` (the soak mixes both kinds of
+    /// waiter in one queue).
+    fn new(client: &Client, role: Role, hand_off: HandOff) -> Locker {
+        let queue = || {
+            ReadWriteLock::new(client.clone(), QUEUE_LOCK)
+                .expect("queue lock path")
+                .with_hand_off(hand_off)
+        };
         match role {
-            Role::FairFenced | Role::FairPlain => {
-                Locker::Queue(FairLock::new(client.clone(), QUEUE_LOCK).expect("queue lock path"))
-            }
+            Role::FairFenced | Role::FairPlain => Locker::Queue(
+                FairLock::new(client.clone(), QUEUE_LOCK)
+                    .expect("queue lock path")
+                    .with_hand_off(hand_off),
+            ),
             Role::WriterFenced | Role::WriterPlain => Locker::Queue(queue().write_lock().clone()),
             Role::Reader => Locker::Queue(queue().read_lock().clone()),
             Role::ExclusiveFenced | Role::ExclusivePlain => Locker::Exclusive(
@@ -86,7 +94,13 @@ pub async fn run(spec: Spec, shared: Arc<Shared>) -> Option<Client> {
             match connect(&spec).await {
                 Some(client) => {
                     shared.count("sessions opened");
-                    let locker = Locker::new(&client, spec.role);
+                    // Odd contenders hand over in one round trip, even ones the default way.
+                    let hand_off = if spec.id % 2 == 1 {
+                        HandOff::Prepared
+                    } else {
+                        HandOff::Lean
+                    };
+                    let locker = Locker::new(&client, spec.role, hand_off);
                     current = Some((client, locker));
                 }
                 None => {

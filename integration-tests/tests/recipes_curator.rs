@@ -1,6 +1,7 @@
 //! Rust lockers and Apache Curator (Debian's `libcurator-recipes-java`, Curator 5) contend on
 //! the same lock paths and must exclude each other: `InterProcessMutex` against `FairLock`,
-//! `InterProcessReadWriteLock` against `ReadWriteLock`.
+//! `InterProcessReadWriteLock` against `ReadWriteLock`; one Rust locker of each test waits with
+//! `HandOff::Prepared`, the other the default way.
 //!
 //! The Java side is `integration-tests/java/CuratorLocker.java`, run by Java's single-file
 //! source launcher. Both sides check the critical section through marker nodes (see that file)
@@ -11,7 +12,16 @@ mod common;
 
 use common::interop::{contend, curator};
 use common::shared_root;
-use zk_recipes::{FairLock, ReadWriteLock};
+use zk_recipes::{FairLock, HandOff, ReadWriteLock};
+
+/// Rust locker `i`'s hand-off: both kinds of waiter share the queue with Curator's.
+fn hand_off(i: usize) -> HandOff {
+    if i == 1 {
+        HandOff::Prepared
+    } else {
+        HandOff::Lean
+    }
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fair_lock_and_curator_mutex_exclude_each_other() {
@@ -21,7 +31,11 @@ async fn fair_lock_and_curator_mutex_exclude_each_other() {
         curator(&hosts, "/locks/shared", "mutex", ROUNDS),
         curator(&hosts, "/locks/shared", "mutex", ROUNDS),
     ];
-    let mutex = |client, _| (FairLock::new(client, "/locks/shared").unwrap(), true);
+    // Rust locker 1 waits with `HandOff::Prepared` (two watches), locker 0 the default way.
+    let mutex = |client, i| {
+        let lock = FairLock::new(client, "/locks/shared").unwrap();
+        (lock.with_hand_off(hand_off(i)), true)
+    };
     contend(&hosts, java, 2, mutex, ROUNDS, 4 * ROUNDS).await;
 }
 
@@ -33,9 +47,11 @@ async fn read_write_lock_and_curator_read_write_lock_exclude_each_other() {
         curator(&hosts, "/locks/rw", "read", ROUNDS),
         curator(&hosts, "/locks/rw", "write", ROUNDS),
     ];
-    // Rust locker 0 writes, locker 1 reads.
+    // Rust locker 0 writes, locker 1 reads (with `HandOff::Prepared`).
     let rw = |client, i| {
-        let lock = ReadWriteLock::new(client, "/locks/rw").unwrap();
+        let lock = ReadWriteLock::new(client, "/locks/rw")
+            .unwrap()
+            .with_hand_off(hand_off(i));
         if i == 0 {
             (lock.write_lock().clone(), true)
         } else {

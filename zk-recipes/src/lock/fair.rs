@@ -156,9 +156,7 @@ impl FairLock {
     /// # Ok(()) }
     /// ```
     pub fn with_owner_data(&self, data: impl Into<Bytes>) -> FairLock {
-        let mut spec = self.inner.spec.clone();
-        spec.data = Some(data.into());
-        self.rebuilt(spec, self.inner.kind)
+        self.edited(|spec| spec.data = Some(data.into()))
     }
 
     /// This lock with `hand_off` as the way its waiters learn that the lock came to them
@@ -178,9 +176,7 @@ impl FairLock {
     /// # Ok(()) }
     /// ```
     pub fn with_hand_off(&self, hand_off: HandOff) -> FairLock {
-        let mut spec = self.inner.spec.clone();
-        spec.hand_off = hand_off;
-        self.rebuilt(spec, self.inner.kind)
+        self.edited(|spec| spec.hand_off = hand_off)
     }
 
     /// How this lock's waiters learn that the lock came to them (see
@@ -189,8 +185,11 @@ impl FairLock {
         self.inner.spec.hand_off
     }
 
-    /// A new instance (own local queue and re-entry) with `spec` and metrics `kind`.
-    fn rebuilt(&self, spec: QueueSpec, kind: Option<&'static str>) -> FairLock {
+    /// A new instance (own local queue and re-entry, same companion and metrics kind) with
+    /// this lock's spec changed by `edit`.
+    pub(super) fn edited(&self, edit: impl FnOnce(&mut QueueSpec)) -> FairLock {
+        let mut spec = self.inner.spec.clone();
+        edit(&mut spec);
         FairLock {
             inner: Arc::new(Inner {
                 client: self.inner.client.clone(),
@@ -198,7 +197,7 @@ impl FairLock {
                 local: Arc::new(Semaphore::new(1)),
                 holder: Arc::new(Mutex::new(None)),
                 companion: self.inner.companion.clone(),
-                kind,
+                kind: self.inner.kind,
             }),
         }
     }

@@ -94,30 +94,22 @@ impl ReadWriteLock {
     /// [`FairLock::with_owner_data`]). Returns a new instance.
     pub fn with_owner_data(&self, data: impl Into<Bytes>) -> ReadWriteLock {
         let data = data.into();
-        let write = self.write.with_owner_data(data.clone());
-        let read = FairLock::with_spec(
-            self.read.client().clone(),
-            QueueSpec {
-                data: Some(data),
-                ..self.read.spec().clone()
-            },
-            Some(&write),
-        );
-        ReadWriteLock { read, write }
+        self.edited(|spec| spec.data = Some(data.clone()))
     }
 
     /// This lock with `hand_off` for both sides (see [`FairLock::with_hand_off`]). Returns a
     /// new instance.
     pub fn with_hand_off(&self, hand_off: HandOff) -> ReadWriteLock {
-        let write = self.write.with_hand_off(hand_off);
-        let read = FairLock::with_spec(
-            self.read.client().clone(),
-            QueueSpec {
-                hand_off,
-                ..self.read.spec().clone()
-            },
-            Some(&write),
-        );
+        self.edited(|spec| spec.hand_off = hand_off)
+    }
+
+    /// A new instance with both sides' specs changed by `edit`; the new read side's
+    /// companion is the new write side.
+    fn edited(&self, edit: impl Fn(&mut QueueSpec)) -> ReadWriteLock {
+        let write = self.write.edited(&edit);
+        let mut spec = self.read.spec().clone();
+        edit(&mut spec);
+        let read = FairLock::with_spec(self.read.client().clone(), spec, Some(&write));
         ReadWriteLock { read, write }
     }
 

@@ -199,7 +199,8 @@ async fn wait_turn(
             Some((name, watcher)) if name == node => Some(watcher),
             _ => None,
         };
-        let second = second.filter(|_| !only && spec.hand_off == HandOff::Prepared);
+        // `second` is set only behind two or more blockers, so never with `only`.
+        let second = second.filter(|_| spec.hand_off == HandOff::Prepared);
         let (nearest, before) = watch_both(client, &spec.base, &node, kept, second).await?;
         let Some(mut nearest) = nearest else {
             continue;

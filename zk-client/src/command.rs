@@ -6,8 +6,14 @@ use zk_proto::records::WatcherType;
 use zk_proto::OpCode;
 
 use crate::error::Result;
-use crate::event::WatchedEvent;
+use crate::event::{Arrival, WatchedEvent};
 use crate::event_queue::EventSender;
+
+/// A request's answer, with where it arrived among the client's replies and watch events.
+pub(crate) type Answer = (Arrival, Result<Bytes>);
+
+/// Where a request's [`Answer`] goes.
+pub(crate) type ReplySender = oneshot::Sender<Answer>;
 
 /// A message from a client handle to the driver task.
 #[derive(Debug)]
@@ -31,7 +37,7 @@ pub(crate) enum Command {
 pub(crate) struct Request {
     pub(crate) op: OpCode,
     pub(crate) body: BytesMut,
-    pub(crate) reply: oneshot::Sender<Result<Bytes>>,
+    pub(crate) reply: ReplySender,
     pub(crate) watch: Option<WatchAction>,
     /// The request's `zk_request` debug span (disabled unless a subscriber wants it).
     pub(crate) span: tracing::Span,
@@ -43,7 +49,7 @@ impl Request {
         op: OpCode,
         body: BytesMut,
         watch: Option<WatchAction>,
-    ) -> (Request, oneshot::Receiver<Result<Bytes>>) {
+    ) -> (Request, oneshot::Receiver<Answer>) {
         let (reply, rx) = oneshot::channel();
         let span = crate::trace::request_span(op, &body);
         let request = Request {

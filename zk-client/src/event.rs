@@ -13,6 +13,71 @@ pub struct WatchedEvent {
     pub event_type: EventType,
     /// The node, relative to the client's chroot.
     pub path: String,
+    /// Where the event came among the client's replies and events (see [`Arrival`]): the
+    /// same for every watcher told of one notification.
+    pub arrival: Arrival,
+}
+
+/// Where a reply or a watch event came in the order this client received them.
+///
+/// The client numbers the frames it receives from its servers, across every connection of
+/// the session. A watch event carries the number of the notification that brought it, and a
+/// reply read with a `*_stamped` method ([`Client::get_data_stamped`](crate::Client::get_data_stamped),
+/// [`Client::get_children_stamped`](crate::Client::get_children_stamped)) the number of its
+/// reply. A server sends one session's replies and notifications in the order it applied
+/// them, so between two values from the server, the smaller arrival happened first: a read
+/// answered after a `NodeDeleted` event shows the state after that deletion, a read answered
+/// before it does not. That is what a cache built on a persistent watch needs to apply reads
+/// and events in the server's order (the client delivers both in that order, but on two
+/// different channels: a reply and an event that are both ready can only be ordered by this).
+///
+/// A reply the client made itself (a `ConnectionLoss`, a request refused locally) carries the
+/// number of the last frame received before it; one made after the connection task ended
+/// carries [`Arrival::END`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Arrival(u64);
+
+impl Arrival {
+    /// After every frame: the arrival of an answer made once the connection task is gone.
+    pub const END: Arrival = Arrival(u64::MAX);
+
+    /// The arrival after `frames` received frames.
+    pub(crate) fn after(frames: u64) -> Arrival {
+        Arrival(frames)
+    }
+
+    /// The number of frames received up to and including this one.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+/// A reply with where it arrived among the client's other replies and watch events: what the
+/// `*_stamped` reads return.
+///
+/// ```no_run
+/// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+/// let mut watcher = client.add_watch("/app", zk_client::AddWatchMode::PersistentRecursive).await?;
+/// let read = client.get_data_stamped("/app/config").await;
+/// let event = watcher.next().await?;
+/// if event.arrival < read.arrival {
+///     // The event happened before the read: the read already shows its effect.
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Stamped<T> {
+    /// Where the reply arrived.
+    pub arrival: Arrival,
+    /// The reply.
+    pub result: crate::Result<T>,
+}
+
+impl<T> Stamped<T> {
+    pub(crate) fn new(arrival: Arrival, result: crate::Result<T>) -> Stamped<T> {
+        Stamped { arrival, result }
+    }
 }
 
 impl WatchedEvent {

@@ -141,6 +141,7 @@ mod tests {
         WatchedEvent {
             event_type: EventType::NodeDataChanged,
             path: format!("/{i}"),
+            arrival: crate::event::Arrival::default(),
         }
     }
 

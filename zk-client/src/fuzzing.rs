@@ -58,7 +58,7 @@ struct Fuzz<'a> {
     s: Session,
     now: Instant,
     /// Reply receivers kept alive (some are dropped at once, like abandoned futures).
-    receivers: Vec<oneshot::Receiver<crate::Result<Bytes>>>,
+    receivers: Vec<oneshot::Receiver<crate::command::Answer>>,
     submitted: usize,
     shutdowns: usize,
 }

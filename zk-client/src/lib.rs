@@ -226,7 +226,7 @@ pub use builder::{
 pub use bytes::Bytes;
 pub use client::{Client, CreateOptions, Op, OpResult, ReadOp, ReadResult, Transaction};
 pub use error::{Error, Result};
-pub use event::{AddWatchMode, EventType, WatchedEvent, WatcherType};
+pub use event::{AddWatchMode, Arrival, EventType, Stamped, WatchedEvent, WatcherType};
 #[cfg(feature = "sasl-gssapi")]
 pub use kerberos::KerberosOptions;
 pub use managed::{

@@ -12,6 +12,7 @@ use super::node::one_shot;
 use super::{bodies, encode, Client};
 use crate::command::WatchKind;
 use crate::error::Result;
+use crate::event::{Arrival, Stamped};
 use crate::watcher::Watcher;
 
 impl Client {
@@ -37,6 +38,37 @@ impl Client {
         async move {
             let resp: GetChildrenResponse = decode_prefix(reply?.await?)?;
             Ok(resp.children)
+        }
+    }
+
+    /// Like [`get_children`](Self::get_children), with where the reply arrived among this
+    /// client's replies and watch events (see [`get_data_stamped`](Self::get_data_stamped)).
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// let read = client.get_children_stamped("/services").await;
+    /// let names = read.result?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// In [`Stamped::result`]: as [`get_children`](Self::get_children). A path refused before
+    /// anything is sent (`InvalidPath`) is stamped `Arrival::default()`.
+    pub fn get_children_stamped(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Stamped<Vec<String>>> + Send + 'static {
+        let reply = bodies::path_watch(self.root(), path, false)
+            .map(|body| self.request(OpCode::GetChildren, body, None));
+        async move {
+            let (arrival, body) = match reply {
+                Ok(reply) => reply.answer().await,
+                Err(err) => (Arrival::default(), Err(err)),
+            };
+            let result =
+                body.and_then(|body| Ok(decode_prefix::<GetChildrenResponse>(body)?.children));
+            Stamped::new(arrival, result)
         }
     }
 

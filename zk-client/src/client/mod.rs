@@ -29,8 +29,9 @@ use zk_proto::records::{
 };
 use zk_proto::{decode_prefix, OpCode, Record, Stat};
 
-use crate::command::{Command, Request, WatchAction};
+use crate::command::{Answer, Command, Request, WatchAction};
 use crate::error::{Error, Result};
+use crate::event::Arrival;
 use crate::path::Chroot;
 use crate::state::{SessionInfo, SessionState};
 use crate::state_watcher::StateWatcher;
@@ -76,24 +77,37 @@ impl fmt::Debug for Client {
 /// The reply to one request: resolves to the reply body, or to the session's terminal error
 /// when the connection task is gone.
 pub(crate) struct Pending {
-    rx: oneshot::Receiver<Result<Bytes>>,
+    rx: oneshot::Receiver<Answer>,
     /// The handle's shared state, for the session state when the task is gone (one `Arc`
     /// count, cheaper than a `watch::Receiver` of its own per request).
     session: Arc<Inner>,
+}
+
+impl Pending {
+    /// The reply with its [`Arrival`].
+    fn poll_answer(&mut self, cx: &mut Context<'_>) -> Poll<Answer> {
+        match Pin::new(&mut self.rx).poll(cx) {
+            Poll::Ready(Ok(answer)) => Poll::Ready(answer),
+            Poll::Ready(Err(_)) => {
+                let state = self.session.info.borrow().state;
+                let err = state.terminal_error().unwrap_or(Error::Closed);
+                Poll::Ready((Arrival::END, Err(err)))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Resolves to the reply with its [`Arrival`].
+    pub(crate) async fn answer(mut self) -> Answer {
+        std::future::poll_fn(|cx| self.poll_answer(cx)).await
+    }
 }
 
 impl Future for Pending {
     type Output = Result<Bytes>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match Pin::new(&mut self.rx).poll(cx) {
-            Poll::Ready(Ok(result)) => Poll::Ready(result),
-            Poll::Ready(Err(_)) => {
-                let state = self.session.info.borrow().state;
-                Poll::Ready(Err(state.terminal_error().unwrap_or(Error::Closed)))
-            }
-            Poll::Pending => Poll::Pending,
-        }
+        self.poll_answer(cx).map(|(_, result)| result)
     }
 }
 

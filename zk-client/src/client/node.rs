@@ -13,6 +13,7 @@ use zk_proto::{decode_prefix, OpCode, Stat};
 use super::{bodies, encode, Client, CreateOptions};
 use crate::command::{WatchAction, WatchKind, WatchSender};
 use crate::error::{Error, Result};
+use crate::event::{Arrival, Stamped};
 use crate::path::Chroot;
 use crate::watcher::Watcher;
 
@@ -288,6 +289,42 @@ impl Client {
         async move {
             let resp: GetDataResponse = decode_prefix(reply?.await?)?;
             Ok((resp.data, resp.stat))
+        }
+    }
+
+    /// Like [`get_data`](Self::get_data), with where the reply arrived among this client's
+    /// replies and watch events ([`Stamped`], [`Arrival`](crate::Arrival)): what a cache
+    /// following a persistent watch needs to apply its reads and the watch's events in the
+    /// server's order.
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// let read = client.get_data_stamped("/app/config").await;
+    /// let (data, stat) = read.result?;
+    /// println!("{} bytes, version {}, frame {}", data.len(), stat.version, read.arrival.get());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// In [`Stamped::result`]: as [`get_data`](Self::get_data). A path refused before anything
+    /// is sent (`InvalidPath`) is stamped `Arrival::default()`.
+    pub fn get_data_stamped(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Stamped<(Bytes, Stat)>> + Send + 'static {
+        let reply = bodies::path_watch(self.root(), path, false)
+            .map(|body| self.request(OpCode::GetData, body, None));
+        async move {
+            let (arrival, body) = match reply {
+                Ok(reply) => reply.answer().await,
+                Err(err) => (Arrival::default(), Err(err)),
+            };
+            let result = body.and_then(|body| {
+                let resp: GetDataResponse = decode_prefix(body)?;
+                Ok((resp.data, resp.stat))
+            });
+            Stamped::new(arrival, result)
         }
     }
 

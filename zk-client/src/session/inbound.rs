@@ -17,6 +17,7 @@ impl Session {
     /// One frame body from the server.
     pub(crate) fn handle_frame(&mut self, frame: Bytes, now: Instant) -> Result<(), Disconnect> {
         self.last_recv = now;
+        self.events.frame_received();
         match self.phase {
             Phase::Handshaking { .. } => self.handle_connect_response(frame, now),
             Phase::Connected { .. } => {

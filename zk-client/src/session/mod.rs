@@ -49,13 +49,12 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
-use tokio::sync::oneshot;
 use tracing::{debug, trace, warn};
 use zk_proto::frame::encode_frame;
 use zk_proto::records::{AddWatchMode, ConnectRequest, RemoveWatchesRequest};
 use zk_proto::{xid as special, DecodeError, OpCode, Record, RequestHeader};
 
-use crate::command::{Command, Request, WatchAction};
+use crate::command::{Command, ReplySender, Request, WatchAction};
 use crate::error::{Error, Result};
 use crate::state::{SessionInfo, SessionState};
 pub(crate) use outbox::Event;
@@ -180,7 +179,7 @@ pub(crate) struct Session {
     /// Encoded `AuthPacket`s sent on this session, replayed on every reconnect.
     auths: Vec<Bytes>,
     /// Callers waiting for the replies (xid -4) of auth packets on this connection, in order.
-    auth_waiters: VecDeque<Option<oneshot::Sender<Result<Bytes>>>>,
+    auth_waiters: VecDeque<Option<ReplySender>>,
     /// `closeSession` was written: nothing more goes out; the session ends when the reply
     /// comes, or locally at this deadline if it never does.
     closing: Option<Instant>,

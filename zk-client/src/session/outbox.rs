@@ -6,14 +6,20 @@
 //! (quinn's `Connection::poll`). So a watch event reaches its watcher before the reply of any
 //! later read, a state change is published exactly where it happened among the replies, and
 //! tests see the outputs as plain values.
+//!
+//! The outbox also numbers the frames received ([`Outbox::frame_received`]) and stamps every
+//! reply and watch event it takes with the number of the frame being handled (an
+//! [`Arrival`]): what lets a consumer of two channels (a read's reply and a persistent
+//! watcher's events) put them back in the order they came off the wire.
 
 use std::collections::VecDeque;
 
 use bytes::Bytes;
 use tokio::sync::oneshot;
 
+use crate::command::{Answer, ReplySender};
 use crate::error::{Error, Result};
-use crate::event::WatchedEvent;
+use crate::event::{Arrival, WatchedEvent};
 use crate::event_queue::EventSender;
 use crate::state::SessionInfo;
 
@@ -23,7 +29,7 @@ pub(crate) enum Event {
     /// The state changed, or the session's id, password or connection epoch did.
     Info(SessionInfo),
     /// The answer to a request.
-    Reply(oneshot::Sender<Result<Bytes>>, Result<Bytes>),
+    Reply(ReplySender, Answer),
     /// A one-shot watcher's event, or the error that ends it.
     Watch(oneshot::Sender<Result<WatchedEvent>>, Result<WatchedEvent>),
     /// An event for a persistent watcher.
@@ -57,15 +63,30 @@ impl Event {
 #[derive(Debug, Default)]
 pub(crate) struct Outbox {
     events: VecDeque<Event>,
+    /// Frames received so far, over every connection of the session.
+    frames: u64,
 }
 
 impl Outbox {
-    pub(crate) fn push(&mut self, event: Event) {
+    /// A frame from the server is about to be handled: what it produces carries its number.
+    pub(crate) fn frame_received(&mut self) {
+        self.frames += 1;
+    }
+
+    /// Queues `event`, stamping a watch event with the current frame's [`Arrival`].
+    pub(crate) fn push(&mut self, mut event: Event) {
+        let arrival = Arrival::after(self.frames);
+        match &mut event {
+            Event::Watch(_, Ok(e)) | Event::Stream(_, e) => e.arrival = arrival,
+            _ => {}
+        }
         self.events.push_back(event);
     }
 
-    pub(crate) fn reply(&mut self, to: oneshot::Sender<Result<Bytes>>, result: Result<Bytes>) {
-        self.push(Event::Reply(to, result));
+    /// Queues the answer to a request, stamped with the current frame's [`Arrival`].
+    pub(crate) fn reply(&mut self, to: ReplySender, result: Result<Bytes>) {
+        let arrival = Arrival::after(self.frames);
+        self.events.push_back(Event::Reply(to, (arrival, result)));
     }
 
     pub(crate) fn pop(&mut self) -> Option<Event> {

@@ -3,12 +3,10 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use tokio::sync::oneshot;
 use zk_proto::OpCode;
 
 use super::outbox::Outbox;
-use crate::command::WatchAction;
+use crate::command::{ReplySender, WatchAction};
 use crate::error::{Error, Result};
 
 /// A request on the wire, waiting for its reply.
@@ -16,7 +14,7 @@ use crate::error::{Error, Result};
 pub(crate) struct InFlight {
     pub(crate) xid: i32,
     pub(crate) op: OpCode,
-    pub(crate) reply: oneshot::Sender<Result<Bytes>>,
+    pub(crate) reply: ReplySender,
     pub(crate) watch: Option<WatchAction>,
     /// When it was written (for the request timeout).
     pub(crate) sent: Instant,

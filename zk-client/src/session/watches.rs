@@ -10,7 +10,7 @@ use super::outbox::{Event, Outbox};
 use super::set_watches::{Batcher, List, SetWatchesBatch};
 use crate::command::{WatchKind, WatchSender};
 use crate::error::{Error, Result};
-use crate::event::WatchedEvent;
+use crate::event::{Arrival, WatchedEvent};
 use crate::event_queue::EventSender;
 
 mod held;
@@ -241,6 +241,7 @@ impl WatchRegistry {
             return Fired::default();
         }
         let event = WatchedEvent {
+            arrival: Arrival::default(),
             event_type,
             path: server_path.to_owned(),
         };
@@ -252,6 +253,7 @@ impl WatchRegistry {
         if matches!(event_type, EventType::NodeCreated | EventType::NodeDeleted) {
             if let Some(parent) = parent(server_path).filter(|p| self.derives_children(p)) {
                 let changed = WatchedEvent {
+                    arrival: Arrival::default(),
                     event_type: EventType::NodeChildrenChanged,
                     path: parent.to_owned(),
                 };
@@ -334,6 +336,7 @@ impl WatchRegistry {
         let mut tell = |v: Vec<Once>, event_type| {
             for s in v {
                 let event = WatchedEvent {
+                    arrival: Arrival::default(),
                     event_type,
                     path: path.clone(),
                 };
@@ -365,6 +368,7 @@ impl WatchRegistry {
                 .chain(std::mem::take(&mut entry.recursive));
             for s in streams {
                 let event = WatchedEvent {
+                    arrival: Arrival::default(),
                     event_type: EventType::PersistentWatchRemoved,
                     path: path.clone(),
                 };

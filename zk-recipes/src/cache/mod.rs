@@ -40,8 +40,12 @@
 //!   before and after it, and is sent after the snapshot was updated. Replaying a consumer's
 //!   events over the snapshot it started from gives the current snapshot (unless it got
 //!   `Lagged`; [`Cache::snapshot_and_events`] gives a matching pair).
-//! * Replies and watch events are applied in the order the server sent them, so a read
-//!   answered before a deletion can never re-insert the deleted node.
+//! * Replies and watch events are applied in the order the server sent them (each carries its
+//!   [`zk_client::Arrival`]), so a read answered before a deletion never re-inserts the
+//!   deleted node, and a deletion the server sent before a read's answer never removes the
+//!   node that answer shows. A resync that finds a node replaced reports its old descendants
+//!   `Deleted` first (deepest first), then the node, so the snapshot never holds a node
+//!   without its parent.
 //! * The children's fields of a cached `Stat` (`cversion`, `num_children`, `pzxid`) are as of
 //!   that node's last read, as in Curator: a recursive watch reports the children, not the
 //!   parent.
@@ -78,6 +82,7 @@ mod builder;
 mod events;
 mod follow;
 mod node;
+mod order;
 mod reads;
 mod store;
 mod task;

@@ -3,16 +3,16 @@
 //!
 //! The client queues a request when its method is called, so calling up to `window` reads
 //! before awaiting any keeps that many on the wire (pipelining). Replies of one session come
-//! back in order, and the driver completes a reply before it delivers any watch event the
-//! server sent after it; taking replies oldest first therefore lets the task apply every
-//! reply before any event that followed it on the wire.
+//! back in order, so only the oldest read can be the next reply. Each reply comes with its
+//! [`Arrival`]: where it came among the watch events, which the task uses to apply replies and
+//! events in the order the server sent them (see `task.rs`).
 
 use std::collections::{HashSet, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use zk_client::{Bytes, Client, Stat};
+use zk_client::{Arrival, Bytes, Client, Stamped, Stat};
 
 /// What to read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +42,15 @@ pub(crate) enum Reply {
     Children(zk_client::Result<Vec<String>>),
 }
 
-type Pending = Pin<Box<dyn Future<Output = Reply> + Send>>;
+/// A read with its reply and where the reply came among the watch events.
+#[derive(Debug)]
+pub(crate) struct Answered {
+    pub(crate) op: Op,
+    pub(crate) arrival: Arrival,
+    pub(crate) reply: Reply,
+}
+
+type Pending = Pin<Box<dyn Future<Output = (Arrival, Reply)> + Send>>;
 
 /// Reads queued and in flight.
 pub(crate) struct Reads {
@@ -94,12 +102,22 @@ impl Reads {
             }
             let pending: Pending = match op.kind {
                 Kind::Data => {
-                    let f = self.client.get_data(&op.path);
-                    Box::pin(async move { Reply::Data(f.await) })
+                    let f = self.client.get_data_stamped(&op.path);
+                    Box::pin(async move {
+                        let Stamped {
+                            arrival, result, ..
+                        } = f.await;
+                        (arrival, Reply::Data(result))
+                    })
                 }
                 Kind::Children => {
-                    let f = self.client.get_children(&op.path);
-                    Box::pin(async move { Reply::Children(f.await) })
+                    let f = self.client.get_children_stamped(&op.path);
+                    Box::pin(async move {
+                        let Stamped {
+                            arrival, result, ..
+                        } = f.await;
+                        (arrival, Reply::Children(result))
+                    })
                 }
             };
             self.in_flight.push_back((op, pending));
@@ -107,20 +125,15 @@ impl Reads {
     }
 
     /// Polls the oldest read in flight (pending when there is none).
-    pub(crate) fn poll_reply(&mut self, cx: &mut Context<'_>) -> Poll<(Op, Reply)> {
+    pub(crate) fn poll_reply(&mut self, cx: &mut Context<'_>) -> Poll<Answered> {
         let Some((_, pending)) = self.in_flight.front_mut() else {
             return Poll::Pending;
         };
-        let reply = std::task::ready!(pending.as_mut().poll(cx));
+        let (arrival, reply) = std::task::ready!(pending.as_mut().poll(cx));
         let (op, _) = self
             .in_flight
             .pop_front()
             .expect("the front was just polled");
-        Poll::Ready((op, reply))
-    }
-
-    /// The oldest read's reply.
-    pub(crate) async fn next_reply(&mut self) -> (Op, Reply) {
-        std::future::poll_fn(|cx| self.poll_reply(cx)).await
+        Poll::Ready(Answered { op, arrival, reply })
     }
 }

@@ -129,6 +129,15 @@ impl Store {
         while self.levels.len() <= level {
             self.levels.push(BTreeMap::new());
         }
+        // A node with another czxid replaced the cached one: the old node's descendants were
+        // deleted before it was (a node with children cannot be), so they go first.
+        let mut out = Vec::new();
+        let replaced = self.levels[level]
+            .get(path)
+            .is_some_and(|e| e.stat.czxid != stat.czxid);
+        if replaced {
+            out = self.remove_descendants(path, level, |e| e.stat.czxid < stat.czxid, events);
+        }
         let map = &mut self.levels[level];
         let new = |stat: Stat, seen: u32| Entry {
             stat,
@@ -143,48 +152,55 @@ impl Store {
         };
         match map.get_mut(path) {
             None => {
-                let ev = events.then(|| CacheEvent::Created(full(&stat)));
+                if events {
+                    out.push(CacheEvent::Created(full(&stat)));
+                }
                 map.insert(path.into(), new(stat, seen.unwrap_or(0)));
                 self.len += 1;
-                ev.into_iter().collect()
             }
             Some(entry) => {
                 let seen = seen.unwrap_or(entry.seen);
                 if entry.stat.czxid != stat.czxid {
-                    let old = child_data(path, entry);
-                    let ev = events
-                        .then(|| vec![CacheEvent::Deleted(old), CacheEvent::Created(full(&stat))]);
+                    if events {
+                        out.push(CacheEvent::Deleted(child_data(path, entry)));
+                        out.push(CacheEvent::Created(full(&stat)));
+                    }
                     *entry = new(stat, seen);
-                    ev.unwrap_or_default()
                 } else if entry.stat.version != stat.version {
-                    let old = events.then(|| child_data(path, entry));
-                    let ev = old.map(|old| CacheEvent::Changed {
-                        old,
-                        new: full(&stat),
-                    });
+                    if events {
+                        let old = child_data(path, entry);
+                        out.push(CacheEvent::Changed {
+                            old,
+                            new: full(&stat),
+                        });
+                    }
                     *entry = new(stat, seen);
-                    ev.into_iter().collect()
                 } else {
                     // Same data: only the children's fields may have moved. No event.
                     entry.stat = stat;
                     entry.seen = seen;
-                    Vec::new()
                 }
             }
         }
+        out
     }
 
-    /// Removes `path` and every cached descendant (deepest first), returning their events.
-    pub(crate) fn remove(&mut self, path: &str, events: bool) -> Vec<CacheEvent> {
-        let Some(level) = self.level(path) else {
-            return Vec::new();
-        };
+    /// Removes the cached descendants of `path` (at `level`) that `gone` selects, deepest
+    /// first, returning their events.
+    fn remove_descendants(
+        &mut self,
+        path: &str,
+        level: usize,
+        gone: impl Fn(&Entry) -> bool,
+        events: bool,
+    ) -> Vec<CacheEvent> {
         let mut out = Vec::new();
         let (from, to) = range_of(path);
         for d in (level + 1..self.levels.len()).rev() {
             let map = &mut self.levels[d];
             let gone: Vec<Box<str>> = map
                 .range::<str, _>((Bound::Included(from.as_str()), bound_to(&to)))
+                .filter(|(_, e)| gone(e))
                 .map(|(p, _)| p.clone())
                 .collect();
             for p in gone {
@@ -196,6 +212,15 @@ impl Store {
                 }
             }
         }
+        out
+    }
+
+    /// Removes `path` and every cached descendant (deepest first), returning their events.
+    pub(crate) fn remove(&mut self, path: &str, events: bool) -> Vec<CacheEvent> {
+        let Some(level) = self.level(path) else {
+            return Vec::new();
+        };
+        let mut out = self.remove_descendants(path, level, |_| true, events);
         if let Some(e) = self.levels.get_mut(level).and_then(|m| m.remove(path)) {
             self.len -= 1;
             if events {
@@ -348,6 +373,42 @@ mod tests {
         let gone: Vec<_> = ev.iter().filter_map(|e| e.path()).collect();
         assert_eq!(gone, ["/r/a/b/c", "/r/a/b", "/r/a"]);
         assert_eq!(paths(&s.entries()), ["/r", "/r/ab"]);
+    }
+
+    #[test]
+    fn a_node_found_replaced_drops_its_old_descendants_first() {
+        let mut s = Store::new("/r");
+        read(&mut s, "/r", 1, 0, "");
+        read(&mut s, "/r/a", 2, 0, "");
+        read(&mut s, "/r/a/b", 3, 0, "");
+        read(&mut s, "/r/a/b/c", 4, 0, "");
+        read(&mut s, "/r/ab", 5, 0, "");
+        // /r/a deleted with its subtree and created again (czxid 8); /r/a/b re-created under
+        // it (czxid 9) was read first by an event refresh: it stays.
+        s.remove("/r/a/b", false);
+        read(&mut s, "/r/a/b", 9, 0, "");
+        let ev = read(&mut s, "/r/a", 8, 0, "");
+        let described: Vec<String> = ev
+            .iter()
+            .map(|e| match e {
+                CacheEvent::Created(n) => format!("+{}@{}", n.path, n.stat.czxid),
+                CacheEvent::Deleted(n) => format!("-{}@{}", n.path, n.stat.czxid),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(described, ["-/r/a@2", "+/r/a@8"]);
+        assert_eq!(paths(&s.entries()), ["/r", "/r/a", "/r/ab", "/r/a/b"]);
+
+        // Found replaced again with the old subtree still cached: the old children go first.
+        read(&mut s, "/r/a/b/c", 10, 0, "");
+        let ev = read(&mut s, "/r/a", 20, 0, "");
+        let gone: Vec<_> = ev.iter().filter_map(|e| e.path()).collect();
+        assert_eq!(gone, ["/r/a/b/c", "/r/a/b", "/r/a", "/r/a"]);
+        assert!(matches!(
+            ev[..],
+            [.., CacheEvent::Deleted(_), CacheEvent::Created(_)]
+        ));
+        assert_eq!(paths(&s.entries()), ["/r", "/r/a", "/r/ab"]);
     }
 
     #[test]

@@ -18,7 +18,8 @@ use zk_client::{
     AddWatchMode, Client, Error, EventType, Generations, PersistentWatcher, SessionState,
 };
 
-use super::reads::{Kind, Op, Reads, Reply};
+use super::order::{InOrder, Next};
+use super::reads::{Answered, Kind, Op, Reads, Reply};
 use super::store::join;
 use super::{CacheState, Shared};
 use crate::retry::{gave_up, turns};
@@ -142,6 +143,7 @@ async fn session(shared: &Shared, client: Client, cancel: &CancellationToken) ->
         walk_failed: false,
         retry_at: None,
         failed_passes: 0,
+        in_order: InOrder::default(),
     };
     sync.start_pass();
     sync.follow(watcher, states).await
@@ -162,6 +164,8 @@ struct Sync<'a> {
     retry_at: Option<Instant>,
     /// Passes failed in a row (bounded by [`turns`], then the cache gives up).
     failed_passes: usize,
+    /// Replies and events taken but not applied yet: applied in wire order (`order.rs`).
+    in_order: InOrder,
 }
 
 impl Sync<'_> {
@@ -173,18 +177,19 @@ impl Sync<'_> {
         loop {
             self.reads.fill();
             let retry_at = self.retry_at;
+            let (in_order, reads) = (&mut self.in_order, &mut self.reads);
+            let next = std::future::poll_fn(|cx| in_order.poll_next(&mut watcher, reads, cx));
             tokio::select! {
-                biased;
-                // Replies first: each was on the wire before any event still queued.
-                (op, reply) = self.reads.next_reply() => self.on_reply(op, reply),
-                event = watcher.next() => match event {
-                    Ok(event) => self.on_event(event.event_type, &event.path),
-                    Err(Error::Lagged { missed }) => {
+                // Replies and events in the order the server sent them (`order.rs`).
+                next = next => match next {
+                    Next::Reply(Answered { op, reply, .. }) => self.on_reply(op, reply),
+                    Next::Event(event) => self.on_event(event.event_type, &event.path),
+                    Next::WatchFailed(Error::Lagged { missed }) => {
                         debug!(missed, "cache: watch events dropped; resyncing");
                         self.start_pass();
                     }
                     // The session ended, or the watch was removed: the caller looks which.
-                    Err(_) => return End::Session(self.reads.client().state()),
+                    Next::WatchFailed(_) => return End::Session(self.reads.client().state()),
                 },
                 state = states.changed() => {
                     if state.is_terminal() {

@@ -35,6 +35,26 @@ fn config() -> SessionConfig {
     }
 }
 
+/// The receiving end of a request's answer: its result, and the arrival it was stamped with.
+struct ReplyRx {
+    rx: oneshot::Receiver<crate::command::Answer>,
+    arrival: Option<crate::event::Arrival>,
+}
+
+impl ReplyRx {
+    /// The result, once delivered (its arrival is kept for [`ReplyRx::arrival`]).
+    fn try_recv(&mut self) -> std::result::Result<Result<Bytes>, oneshot::error::TryRecvError> {
+        let (arrival, result) = self.rx.try_recv()?;
+        self.arrival = Some(arrival);
+        Ok(result)
+    }
+
+    /// The arrival of the answer taken by [`ReplyRx::try_recv`].
+    fn arrival(&self) -> crate::event::Arrival {
+        self.arrival.expect("the answer was taken")
+    }
+}
+
 /// A test fixture: a session and a clock.
 struct Fixture {
     s: Session,
@@ -189,18 +209,13 @@ impl Fixture {
             .unwrap();
     }
 
-    fn submit(
-        &mut self,
-        op: OpCode,
-        body: Bytes,
-        watch: Option<WatchAction>,
-    ) -> oneshot::Receiver<Result<Bytes>> {
+    fn submit(&mut self, op: OpCode, body: Bytes, watch: Option<WatchAction>) -> ReplyRx {
         let (request, rx) = Request::new(op, BytesMut::from(&body[..]), watch);
         self.command(Command::Request(request), self.now);
-        rx
+        ReplyRx { rx, arrival: None }
     }
 
-    fn get_data(&mut self, path: &str) -> oneshot::Receiver<Result<Bytes>> {
+    fn get_data(&mut self, path: &str) -> ReplyRx {
         let body = encode(&GetDataRequest {
             path: path.into(),
             watch: false,
@@ -213,10 +228,7 @@ impl Fixture {
         op: OpCode,
         path: &str,
         kind: WatchKind,
-    ) -> (
-        oneshot::Receiver<Result<Bytes>>,
-        oneshot::Receiver<Result<WatchedEvent>>,
-    ) {
+    ) -> (ReplyRx, oneshot::Receiver<Result<WatchedEvent>>) {
         let (tx, wrx) = oneshot::channel();
         let action = WatchAction::Register {
             path: path.into(),

@@ -9,11 +9,7 @@ use crate::event_queue::{event_queue, EventReceiver};
 
 /// Sends `addWatch(path, mode)` with a real body; returns the reply and the stream. Not
 /// answered yet.
-fn add_watch(
-    f: &mut Fixture,
-    path: &str,
-    kind: WatchKind,
-) -> (oneshot::Receiver<Result<Bytes>>, EventReceiver) {
+fn add_watch(f: &mut Fixture, path: &str, kind: WatchKind) -> (super::ReplyRx, EventReceiver) {
     let (tx, rx) = event_queue(64);
     let mode = match kind {
         WatchKind::PersistentRecursive => AddWatchMode::PersistentRecursive,

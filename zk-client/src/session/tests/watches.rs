@@ -83,7 +83,8 @@ fn events_map_to_kinds_like_the_java_client() {
             e,
             WatchedEvent {
                 event_type: EventType::NodeDataChanged,
-                path: "/root/x".into()
+                path: "/root/x".into(),
+                arrival: e.arrival,
             }
         ),
         other => panic!("{other:?}"),
@@ -548,4 +549,47 @@ fn a_one_shot_watch_on_a_persistently_watched_path_is_served_locally() {
         removed(&mut f).is_empty(),
         "the persistent watcher lives on"
     );
+}
+
+#[test]
+/// Replies and watch events carry the number of the frame that brought them, so a consumer of
+/// both (a cache: a read's reply and a persistent watcher's events) can apply them in the
+/// server's order; one notification told to two watchers has one arrival.
+fn replies_and_events_are_stamped_in_the_order_their_frames_came() {
+    let mut f = connected();
+    let (mut first, mut data) = f.watch(OpCode::GetData, "/root/x", WatchKind::Data);
+    let (_r, mut exist) = f.watch(OpCode::Exists, "/root/x", WatchKind::Exist);
+    let mut read = f.get_data("/root/y");
+    f.reply(1, 1, ErrorCode::Ok, b"").unwrap();
+    f.reply(2, 1, ErrorCode::Ok, b"").unwrap();
+    f.notify(EventType::NodeDataChanged, "/root/x");
+    f.reply(3, 2, ErrorCode::NoNode, b"").unwrap();
+
+    assert!(first.try_recv().unwrap().is_ok());
+    assert!(matches!(read.try_recv(), Ok(Err(Error::NoNode))));
+    let event = |rx: &mut oneshot::Receiver<Result<WatchedEvent>>| match rx.try_recv() {
+        Ok(Ok(e)) => e,
+        other => panic!("{other:?}"),
+    };
+    let (data, exist) = (event(&mut data), event(&mut exist));
+    assert_eq!(data.arrival, exist.arrival, "one notification, one arrival");
+    assert!(
+        first.arrival() < data.arrival,
+        "the event came after the first reply"
+    );
+    assert!(data.arrival < read.arrival(), "and before the last one");
+
+    // A reply the client makes itself comes after every frame received before it, and a new
+    // connection goes on counting.
+    let mut lost = f.get_data("/root/z");
+    f.disconnect(&Disconnect::Transport, f.now);
+    assert!(matches!(lost.try_recv(), Ok(Err(Error::ConnectionLoss))));
+    assert!(lost.arrival() >= read.arrival());
+    f.connect(0x42, false);
+    f.sent();
+    let mut again = f.get_data("/root/z");
+    let xid = f.sent().last().expect("the read").packet().0;
+    f.reply(xid, 3, ErrorCode::Ok, b"").unwrap();
+    assert!(again.try_recv().unwrap().is_ok());
+    assert!(again.arrival() > lost.arrival());
 }

@@ -8,6 +8,7 @@ bench/README.md and CHANGELOG.md.
   target, by GitHub's rules (lowercase, punctuation dropped, spaces to '-', '-1', '-2' for
   repeated headings), or an explicit `id`/`name` attribute.
 - Every fenced block says its language: rustdoc compiles an unmarked block as Rust.
+- Every page of docs/ is linked from the book's index, docs/README.md.
 - No Rust block is `ignore`d, and every file with a Rust block is compiled as doctests:
   README.md and docs/*.md by the `doctests` crate (doctests/src/lib.rs), a crate's README by
   its own lib.rs.
@@ -137,6 +138,17 @@ def main():
             problem = check_doctested(rel)
             if problem:
                 problems.append("%s: %s" % (rel, problem))
+
+    index = os.path.join(ROOT, "docs", "README.md")
+    if os.path.isfile(index):
+        linked = set()
+        for _, line in doc("docs/README.md").prose:
+            for target in INLINE_LINK.findall(CODE_SPAN.sub("", line)):
+                linked.add(target.partition("#")[0])
+        for rel in files_to_check():
+            name = rel[len("docs/"):]
+            if rel.startswith("docs/") and name != "README.md" and name not in linked:
+                problems.append("docs/README.md: no link to %s (every page of the book is in its index)" % name)
 
     for p in problems:
         print(p)

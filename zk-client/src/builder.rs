@@ -287,8 +287,8 @@ impl ClientBuilder {
     /// reported connected, and queued calls go out, only once the server accepted it. A
     /// rejected password ends the session: [`connect`](Self::connect) fails with
     /// [`Error::AuthFailed`](crate::Error::AuthFailed) (and after a reconnect, every call does),
-    /// as the Java client's `AUTH_FAILED` state. See the README's "Security" section for the
-    /// server side.
+    /// as the Java client's `AUTH_FAILED` state. See the repository's `docs/security.md` for
+    /// the server side.
     ///
     /// ```no_run
     /// # async fn f() -> zk_client::Result<()> {
@@ -345,7 +345,7 @@ impl ClientBuilder {
     /// Connects every host with TLS (feature `tls`): the ports of the connect string must be
     /// the servers' `secureClientPort`. Reconnects and failover use the same options for
     /// every host. See [`TlsOptions`](crate::TlsOptions) for the certificate options and the
-    /// README's "Security" section for the server side.
+    /// repository's `docs/security.md` for the server side.
     ///
     /// ```no_run
     /// # async fn f() -> zk_client::Result<()> {

@@ -5,7 +5,7 @@
 //! section's `Krb5LoginModule` with `useKeyTab=true`), the server principal
 //! `zookeeper/<host>@<realm>` (`zookeeper.sasl.client.username`, `zookeeper.server.realm`,
 //! `zookeeper.server.principal`), the KDC from `krb5.conf` (`java.security.krb5.conf`) or
-//! given directly (`java.security.krb5.kdc`). See the README's "Security" section.
+//! given directly (`java.security.krb5.kdc`). See the repository's `docs/security.md`.
 
 use std::fmt;
 use std::path::{Path, PathBuf};

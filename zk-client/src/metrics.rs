@@ -2,8 +2,8 @@
 //!
 //! Every hook is an `#[inline]` function; without the feature each body is empty and the
 //! calls compile away. With it, values go to whatever recorder the application installed
-//! (none: the facade drops them). Names and labels are documented in the README's
-//! "Operating it" table; keep the two in step.
+//! (none: the facade drops them). Names and labels are documented in the table of the
+//! repository's `docs/metrics-tracing.md`; keep the two in step.
 
 use std::time::Duration;
 

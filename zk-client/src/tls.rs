@@ -2,7 +2,7 @@
 //! with the ring provider; no OpenSSL).
 //!
 //! The server side is ZooKeeper 3.5+ with `secureClientPort` and the Netty connection factory;
-//! see the README's "Security" section for the exact configuration this was tested against
+//! see the repository's `docs/security.md` for the exact configuration this was tested against
 //! and for how the Java client's `zookeeper.ssl.*` properties map onto these options.
 
 use std::fmt;

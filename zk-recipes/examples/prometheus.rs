@@ -7,8 +7,8 @@
 //! Installs `metrics-exporter-prometheus`'s recorder, does some work (writes, reads, a
 //! contended lock), then prints what a Prometheus scrape would get. A service would instead
 //! serve `handle.render()` on its `/metrics` endpoint (or enable the exporter's
-//! `http-listener` feature). What a dashboard built on these shows is in the README,
-//! "Operating it".
+//! `http-listener` feature). What a dashboard built on these shows is in the repository's
+//! `docs/metrics-tracing.md`.
 
 use std::time::Duration;
 

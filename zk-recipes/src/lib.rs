@@ -137,11 +137,6 @@ pub use revoke::{revoke, REVOKE_MESSAGE};
 pub use semaphore::{Lease, Semaphore, SemaphoreMutex};
 pub use state::LockState;
 
-/// The README's examples, compiled (and the runnable ones run) as doctests.
-#[doc = include_str!("../../README.md")]
-#[cfg(doctest)]
-pub struct ReadmeDoctests;
-
 /// The crate README's example (the one crates.io shows), compiled as a doctest.
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]

@@ -2,7 +2,7 @@
 //!
 //! Without the feature the metric calls compile away; the tracing span and events are
 //! `debug` level and cost a level check when no subscriber wants them. Names are in the
-//! README's "Operating it" table.
+//! table of the repository's `docs/metrics-tracing.md`.
 
 use std::future::Future;
 use std::time::{Duration, Instant};

@@ -99,44 +99,105 @@ pub fn diff(expected: &Tree, got: &Tree) -> Vec<String> {
     out
 }
 
-/// Applies `events` to `tree`, checking that each one is consistent with what it replaces
-/// (a `Created` for a path not there, a `Changed`/`Deleted` whose old node is the one there).
+/// Applies `events` to `tree`, checking each one against what it replaces (see [`Replay`]).
 /// Returns the problems found.
 pub fn replay(tree: &mut Tree, events: &[CacheEvent]) -> Vec<String> {
-    let mut problems = Vec::new();
-    for (i, ev) in events.iter().enumerate() {
-        match ev {
-            CacheEvent::Created(n) => {
-                if tree.insert(n.path.clone(), seen(n)).is_some() {
-                    problems.push(format!("event {i}: Created {} already there", n.path));
-                }
-            }
-            CacheEvent::Changed { old, new } => {
-                let before = tree.insert(new.path.clone(), seen(new));
-                if before.as_ref() != Some(&seen(old)) {
-                    problems.push(format!(
-                        "event {i}: Changed {} old {:?} but had {before:?}",
-                        new.path,
-                        seen(old)
-                    ));
-                }
-            }
-            CacheEvent::Deleted(n) => {
-                let before = tree.remove(&n.path);
-                if before.as_ref() != Some(&seen(n)) {
-                    problems.push(format!(
-                        "event {i}: Deleted {} ({:?}) but had {before:?}",
-                        n.path,
-                        seen(n)
-                    ));
-                }
-            }
-            CacheEvent::Initialized => {}
-            CacheEvent::Lagged(n) => problems.push(format!("event {i}: lagged {n}")),
-            other => problems.push(format!("event {i}: unknown {other:?}")),
+    let mut r = Replay::new(std::mem::take(tree));
+    let problems = r.apply(events);
+    *tree = r.tree;
+    problems
+}
+
+/// A consumer's view rebuilt from a cache's events, checked event by event:
+/// * a `Created` for a path not there, a `Changed`/`Deleted` whose old node is the one there;
+/// * no live node reported gone: a `Created` never has the czxid of the last `Deleted` of its
+///   path (a node deleted and created again on the server has a new czxid; issue 29);
+/// * no node without its parent: a `Created` node's parent is there (unless the tree was
+///   empty: the cache's root), and a `Deleted` node has no children left.
+pub struct Replay {
+    pub tree: Tree,
+    /// The czxid of the last `Deleted` of each path.
+    deleted: BTreeMap<String, i64>,
+    /// Events applied so far (numbers the problems).
+    applied: usize,
+}
+
+impl Replay {
+    pub fn new(start: Tree) -> Replay {
+        Replay {
+            tree: start,
+            deleted: BTreeMap::new(),
+            applied: 0,
         }
     }
-    problems
+
+    /// How many events were applied so far.
+    pub fn applied(&self) -> usize {
+        self.applied
+    }
+
+    /// Applies `events`; returns the problems found.
+    pub fn apply(&mut self, events: &[CacheEvent]) -> Vec<String> {
+        let mut problems = Vec::new();
+        for ev in events {
+            let i = self.applied;
+            self.applied += 1;
+            match ev {
+                CacheEvent::Created(n) => {
+                    if self.deleted.get(&n.path) == Some(&n.stat.czxid) {
+                        problems.push(format!(
+                            "event {i}: Created {} with czxid {} after a Deleted of the same node (a live node was reported gone)",
+                            n.path, n.stat.czxid
+                        ));
+                    }
+                    let parent = n
+                        .path
+                        .rsplit_once('/')
+                        .map(|(p, _)| if p.is_empty() { "/" } else { p });
+                    if !self.tree.is_empty() && parent.is_some_and(|p| !self.tree.contains_key(p)) {
+                        problems.push(format!("event {i}: Created {} without its parent", n.path));
+                    }
+                    if self.tree.insert(n.path.clone(), seen(n)).is_some() {
+                        problems.push(format!("event {i}: Created {} already there", n.path));
+                    }
+                }
+                CacheEvent::Changed { old, new } => {
+                    let before = self.tree.insert(new.path.clone(), seen(new));
+                    if before.as_ref() != Some(&seen(old)) {
+                        problems.push(format!(
+                            "event {i}: Changed {} old {:?} but had {before:?}",
+                            new.path,
+                            seen(old)
+                        ));
+                    }
+                }
+                CacheEvent::Deleted(n) => {
+                    let before = self.tree.remove(&n.path);
+                    if before.as_ref() != Some(&seen(n)) {
+                        problems.push(format!(
+                            "event {i}: Deleted {} ({:?}) but had {before:?}",
+                            n.path,
+                            seen(n)
+                        ));
+                    }
+                    let below = format!("{}/", n.path.trim_end_matches('/'));
+                    if let Some(child) = self.tree.range(below.clone()..).next().map(|(p, _)| p) {
+                        if child.starts_with(&below) {
+                            problems.push(format!(
+                                "event {i}: Deleted {} while {child} is still there",
+                                n.path
+                            ));
+                        }
+                    }
+                    self.deleted.insert(n.path.clone(), n.stat.czxid);
+                }
+                CacheEvent::Initialized => {}
+                CacheEvent::Lagged(n) => problems.push(format!("event {i}: lagged {n}")),
+                other => problems.push(format!("event {i}: unknown {other:?}")),
+            }
+        }
+        problems
+    }
 }
 
 /// Collects a stream's events in the background until it ends.

@@ -138,6 +138,7 @@ impl Store {
         if replaced {
             out = self.remove_descendants(path, level, |e| e.stat.czxid < stat.czxid, events);
         }
+        let orphan = level > 0 && !self.parent_cached(path, level);
         let map = &mut self.levels[level];
         let new = |stat: Stat, seen: u32| Entry {
             stat,
@@ -151,6 +152,11 @@ impl Store {
             data: Some(data.clone()),
         };
         match map.get_mut(path) {
+            None if orphan => {
+                // Its parent is not cached yet: a resync's walk has not reached it (the node
+                // came with an event for a subtree created while disconnected). The walk
+                // reads it after its parent; a node is never cached without its parent.
+            }
             None => {
                 if events {
                     out.push(CacheEvent::Created(full(&stat)));
@@ -183,6 +189,18 @@ impl Store {
             }
         }
         out
+    }
+
+    /// Whether the parent of `path` (at `level` > 0) is cached.
+    fn parent_cached(&self, path: &str, level: usize) -> bool {
+        let parent = match path.rfind('/') {
+            Some(0) => "/",
+            Some(i) => &path[..i],
+            None => return false,
+        };
+        self.levels
+            .get(level - 1)
+            .is_some_and(|m| m.contains_key(parent))
     }
 
     /// Removes the cached descendants of `path` (at `level`) that `gone` selects, deepest
@@ -373,6 +391,17 @@ mod tests {
         let gone: Vec<_> = ev.iter().filter_map(|e| e.path()).collect();
         assert_eq!(gone, ["/r/a/b/c", "/r/a/b", "/r/a"]);
         assert_eq!(paths(&s.entries()), ["/r", "/r/ab"]);
+    }
+
+    #[test]
+    fn a_node_is_never_cached_without_its_parent() {
+        let mut s = Store::new("/r");
+        assert!(read(&mut s, "/r/a", 2, 0, "").is_empty(), "no /r yet");
+        read(&mut s, "/r", 1, 0, "");
+        assert!(read(&mut s, "/r/a/b", 3, 0, "").is_empty(), "no /r/a yet");
+        assert_eq!(read(&mut s, "/r/a", 2, 0, "").len(), 1);
+        assert_eq!(read(&mut s, "/r/a/b", 3, 0, "").len(), 1);
+        assert_eq!(paths(&s.entries()), ["/r", "/r/a", "/r/a/b"]);
     }
 
     #[test]

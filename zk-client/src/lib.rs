@@ -195,11 +195,13 @@
 // docs.rs (`--cfg docsrs`, nightly): label items that need a Cargo feature.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod admin;
 mod builder;
 mod client;
 mod command;
 mod connect;
 mod driver;
+mod ensemble;
 mod error;
 mod event;
 mod event_queue;
@@ -225,6 +227,7 @@ pub use builder::{
 };
 pub use bytes::Bytes;
 pub use client::{Client, CreateOptions, Op, OpResult, ReadOp, ReadResult, Transaction};
+pub use ensemble::{ClientAddress, ConfigParseError, EnsembleConfig, Member, Role};
 pub use error::{Error, Result};
 pub use event::{AddWatchMode, EventType, WatchedEvent, WatcherType};
 #[cfg(feature = "sasl-gssapi")]

@@ -11,7 +11,7 @@
 //!
 //! Each `server.<id>` line is `<host>:<quorum port>:<election port>[:<role>][;[<client
 //! host>:]<client port>]` (ZooKeeper's `QuorumPeer.QuorumServer`); `version` is the config's
-//! zxid in hex, the number a `reconfig` expects. Lines this
+//! zxid in hex, the number [`Reconfig::from_version`](crate::Reconfig::from_version) expects. Lines this
 //! parser does not model (`group.N`, `weight.N` of hierarchical quorums) are kept in
 //! [`EnsembleConfig::raw`] only.
 

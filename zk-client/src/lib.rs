@@ -226,7 +226,9 @@ pub use builder::{
     ClientBuilder, DEFAULT_MAX_OUTSTANDING, DEFAULT_SESSION_TIMEOUT, DEFAULT_WATCH_BUFFER,
 };
 pub use bytes::Bytes;
-pub use client::{Client, CreateOptions, Op, OpResult, ReadOp, ReadResult, Transaction};
+pub use client::{
+    Client, ConfigWatcher, CreateOptions, Op, OpResult, ReadOp, ReadResult, Reconfig, Transaction,
+};
 pub use ensemble::{ClientAddress, ConfigParseError, EnsembleConfig, Member, Role};
 pub use error::{Error, Result};
 pub use event::{AddWatchMode, EventType, WatchedEvent, WatcherType};

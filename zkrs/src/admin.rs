@@ -8,8 +8,10 @@ use futures_util::future::join_all;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use zk_client::admin::{AdminError, Mode, Server, ServerStats};
+use zk_client::Reconfig;
 
-use crate::cli::AdminArgs;
+use crate::cli::{AdminArgs, ReconfigArgs};
+use crate::connect::Session;
 use crate::error::CliError;
 use crate::output::Output;
 
@@ -325,6 +327,54 @@ pub(crate) async fn config(connect: &str, out: &Output, args: &AdminArgs) -> Res
         eprintln!("zkrs: members disagree on the config version: {versions:?}");
     }
     all_answered(failed)
+}
+
+/// The new config as `zkrs reconfig` prints it.
+#[derive(Debug, Serialize)]
+struct NewConfig {
+    version: String,
+    members: Vec<String>,
+}
+
+/// `zkrs reconfig`: applies the change on the session, prints the new config.
+pub(crate) async fn reconfig(
+    session: &Session,
+    out: &Output,
+    args: ReconfigArgs,
+) -> Result<(), CliError> {
+    let mut change = if args.members.is_empty() {
+        let mut change = Reconfig::incremental();
+        for server in args.add {
+            change = change.add_server(server);
+        }
+        for id in args.remove {
+            change = change.remove_server(id);
+        }
+        change
+    } else {
+        Reconfig::replace(args.members)
+    };
+    if let Some(v) = &args.from_version {
+        let digits = v.strip_prefix("0x").unwrap_or(v);
+        let version = i64::from_str_radix(digits, 16)
+            .map_err(|_| CliError::Usage(format!("--from-version {v:?} is not hex")))?;
+        change = change.from_version(version);
+    }
+    let (config, _) = session
+        .client
+        .reconfig(&change)
+        .await
+        .map_err(|e| CliError::zk("reconfig", e))?;
+    let shown = NewConfig {
+        version: format!("{:#x}", config.version),
+        members: config.members.iter().map(ToString::to_string).collect(),
+    };
+    out.emit(&shown, || {
+        let mut lines = shown.members.clone();
+        lines.push(format!("version={}", shown.version));
+        lines.join("\n")
+    });
+    Ok(())
 }
 
 fn emit_member<T: Serialize>(

@@ -149,6 +149,26 @@ pub(crate) enum Command {
         #[command(flatten)]
         admin: AdminArgs,
     },
+    /// Change the membership (dynamic reconfiguration; needs a super user, e.g.
+    /// `--auth digest:super:secret`) and print the new config.
+    Reconfig(ReconfigArgs),
+}
+
+/// `reconfig` options: `--add`/`--remove` (incremental) or `--members` (the whole new set).
+#[derive(Debug, Args)]
+pub(crate) struct ReconfigArgs {
+    /// A server to add: `server.<id>=<host>:<quorum port>:<election port>[:role];<client port>`.
+    #[arg(long = "add", required_unless_present_any = ["remove", "members"])]
+    pub(crate) add: Vec<String>,
+    /// A server id to remove.
+    #[arg(long = "remove")]
+    pub(crate) remove: Vec<u64>,
+    /// Non-incremental: every member of the new config (repeat per server).
+    #[arg(long = "members", conflicts_with_all = ["add", "remove"])]
+    pub(crate) members: Vec<String>,
+    /// Only if the current config has this version (hex, as `zkrs config` prints it).
+    #[arg(long)]
+    pub(crate) from_version: Option<String>,
 }
 
 /// Options of the operator commands (four-letter words to every member).
@@ -241,7 +261,10 @@ impl Command {
             Command::Create(a) => &a.path,
             Command::Watch(a) => &a.path,
             Command::Locks(a) => &a.path,
-            Command::Health { .. } | Command::Mntr { .. } | Command::Config { .. } => return None,
+            Command::Health { .. }
+            | Command::Mntr { .. }
+            | Command::Config { .. }
+            | Command::Reconfig(_) => return None,
         })
     }
 

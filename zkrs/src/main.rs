@@ -98,6 +98,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Watch(args) => watch::run(&session, &out, args).await,
         Command::Services(args) => services::run(&session, &out, args).await,
         Command::Members { path } => services::members(&session, &out, &path).await,
+        Command::Reconfig(args) => admin::reconfig(&session, &out, args).await,
         other => nodes::run(&session, &out, other).await,
     };
     session.close().await;

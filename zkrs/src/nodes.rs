@@ -83,7 +83,8 @@ pub(crate) async fn run(session: &Session, out: &Output, cmd: Command) -> Result
         | Command::Members { .. }
         | Command::Health { .. }
         | Command::Mntr { .. }
-        | Command::Config { .. } => Err(CliError::Other("internal: not a node command".into())),
+        | Command::Config { .. }
+        | Command::Reconfig(_) => Err(CliError::Other("internal: not a node command".into())),
     }
 }
 

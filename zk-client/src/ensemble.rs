@@ -219,7 +219,7 @@ impl EnsembleConfig {
 
     /// `host:port,host:port,...`: every member's [`client_address`](Member::client_address)
     /// (participants and observers, members without a client port left out), in config order.
-    /// A connect string without chroot.
+    /// A connect string without chroot, for [`Client::update_hosts`](crate::Client::update_hosts).
     pub fn connect_string(&self) -> String {
         self.members
             .iter()

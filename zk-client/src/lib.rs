@@ -182,6 +182,15 @@
 //! bounded queue of unread events ([`ClientBuilder::watch_buffer`]); a reader that falls
 //! behind gets [`Error::Lagged`] with the number of events dropped, then the events after.
 //!
+//! # Ensemble changes and operator commands
+//!
+//! The client never rewrites its host list by itself. [`Client::config_watcher`] follows the
+//! ensemble's membership (`/zookeeper/config`, parsed as [`EnsembleConfig`]),
+//! [`Client::reconfig`] changes it, and [`Client::update_hosts`] replaces the hosts while
+//! keeping the session, moving just enough clients to even out the load (ZOOKEEPER-1355).
+//! [`admin`] sends the four-letter words (`srvr`, `mntr`, `cons`, ...) and parses the
+//! answers. See `docs/ensemble.md` and `docs/operator-commands.md` in the repository.
+//!
 //! # Errors
 //!
 //! [`Error`] is a flat enum: node outcomes (`NoNode`, `NodeExists`, `BadVersion`, ...),

@@ -9,7 +9,7 @@ use zk_proto::{decode_prefix, OpCode, Stat};
 
 use super::node::one_shot;
 use super::{encode, Client};
-use crate::command::WatchKind;
+use crate::command::{Command, WatchKind};
 use crate::ensemble::EnsembleConfig;
 use crate::error::{Error, Result};
 use crate::watcher::Watcher;
@@ -205,6 +205,63 @@ impl Client {
         async move {
             let resp: GetDataResponse = decode_prefix(reply?.await?)?;
             Ok((parse(&resp.data)?, resp.stat))
+        }
+    }
+}
+
+impl Client {
+    /// Replaces the servers this client connects to, keeping the session (and its watches,
+    /// ephemeral nodes and chroot). `hosts` is a connect string without chroot
+    /// (`"zk1:2181,zk4:2181"`), for example [`EnsembleConfig::connect_string`].
+    ///
+    /// Resolves to whether this client leaves its current server to even out the load over
+    /// the new list, by ZOOKEEPER-1355's rule (the Java client's `updateServerList`): when the
+    /// list grows from `old` to `new` hosts, a client whose server stays moves with
+    /// probability `1 - old/new`, to one of the added hosts; a client whose server is gone
+    /// always moves; when the list shrinks, clients of servers that stay never move. Over
+    /// many clients each server ends up with its fair share in expectation, and no more
+    /// clients move than that takes. A moving client drops its connection (calls in flight
+    /// fail with `ConnectionLoss`, as on any reconnect) and resumes the session elsewhere.
+    /// See `docs/ensemble.md` for the measured spread.
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// let config = client.config_watcher().next().await?;
+    /// let moved = client.update_hosts(&config.connect_string()).await?;
+    /// # let _ = moved; Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `InvalidArgument` for a string with no host, a bad port, or a chroot (the chroot
+    /// cannot change: it stays the one the client was built with); the terminal session
+    /// errors when the session is over.
+    ///
+    /// # Cancel safety
+    ///
+    /// The update is handed to the connection task when `update_hosts` is called; dropping
+    /// the future only drops the answer.
+    pub fn update_hosts(&self, hosts: &str) -> impl Future<Output = Result<bool>> + Send + 'static {
+        let parsed = crate::hosts::parse_connect_string(hosts).and_then(|(hosts, chroot)| {
+            if chroot.as_str().is_empty() {
+                Ok(hosts)
+            } else {
+                Err(Error::InvalidArgument(
+                    "update_hosts takes hosts only: the chroot cannot change",
+                ))
+            }
+        });
+        let sent = parsed.map(|hosts| {
+            let (reply, rx) = tokio::sync::oneshot::channel();
+            let _ = self.commands().send(Command::UpdateHosts { hosts, reply });
+            rx
+        });
+        let state = self.state_watcher();
+        async move {
+            match sent?.await {
+                Ok(moving) => Ok(moving),
+                Err(_) => Err(state.current().terminal_error().unwrap_or(Error::Closed)),
+            }
         }
     }
 }

@@ -32,3 +32,13 @@ pub struct Security;
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/metrics-tracing.md")]
 pub struct MetricsTracing;
+
+/// `docs/ensemble.md`.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/ensemble.md")]
+pub struct Ensemble;
+
+/// `docs/operator-commands.md`.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/operator-commands.md")]
+pub struct OperatorCommands;

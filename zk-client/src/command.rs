@@ -24,6 +24,12 @@ pub(crate) enum Command {
     /// A [`Watcher`](crate::Watcher) or [`PersistentWatcher`](crate::PersistentWatcher) on
     /// this server path was dropped before its event.
     DropWatch { path: String },
+    /// Replace the host list (`Client::update_hosts`), handled by the driver: the reply says
+    /// whether the client leaves its server to even out the load.
+    UpdateHosts {
+        hosts: Vec<String>,
+        reply: oneshot::Sender<bool>,
+    },
 }
 
 /// An encoded request body with its metadata.

@@ -71,6 +71,83 @@ pub(crate) struct HostList {
     next: usize,
     /// Failed attempts since the last connection that lasted.
     failures: u32,
+    /// After an [`update`](Self::update) that asks this client to move: where to look first,
+    /// until a connection is established or every host was tried once.
+    moving: Option<Moving>,
+}
+
+/// The choice of the next host after a host-list update (ZOOKEEPER-1355), until connected.
+///
+/// The new list splits into hosts that were in the old list ("kept") and hosts that were not
+/// ("added"). Each attempt draws: with probability `to_added` an added host not tried yet,
+/// else a kept one; when one group is exhausted the other is used; when both are, the list
+/// goes back to plain rotation.
+#[derive(Debug)]
+struct Moving {
+    added: Vec<usize>,
+    kept: Vec<usize>,
+    to_added: f64,
+    tried_added: usize,
+    tried_kept: usize,
+}
+
+impl Moving {
+    fn next(&mut self, rng: &mut impl Rng) -> Option<usize> {
+        let want_added = rng.gen::<f64>() < self.to_added;
+        let added_left = self.tried_added < self.added.len();
+        let kept_left = self.tried_kept < self.kept.len();
+        if added_left && (want_added || !kept_left) {
+            self.tried_added += 1;
+            return self.added.get(self.tried_added - 1).copied();
+        }
+        if kept_left {
+            self.tried_kept += 1;
+            return self.kept.get(self.tried_kept - 1).copied();
+        }
+        None
+    }
+}
+
+/// Whether a client connected to one of `old` hosts should move after the list becomes
+/// `new`, and if so how likely it is to pick an added host: ZOOKEEPER-1355's rule, which keeps
+/// the expected number of clients per host equal after the change while moving as few
+/// clients as possible. `current` is the host the client is (or was last) connected to;
+/// `kept` how many hosts of `new` were in `old`; `draw` a uniform number in [0, 1).
+///
+/// * The list grew (`new > old`): a client whose host is kept moves with probability
+///   `1 - old/new`, always to an added host: each kept host then keeps `old/new` of its
+///   clients, the share of a host in the bigger list, and the movers fill the added hosts.
+///   A client whose host was removed moves to an added host.
+/// * The list shrank or kept its size: a client whose host is kept stays (its host only
+///   gains load). A client whose host was removed must move; it picks a kept host with
+///   probability `kept * (old - new) / (new * (old - kept))`, else an added one. With
+///   `old - new` hosts gone net, the kept hosts each need `(old - new) / new` of an old
+///   host's load more, which is what that fraction of the removed hosts' clients brings.
+///
+/// Returns `None` to stay, `Some(p)` to move, picking an added host with probability `p`.
+pub(crate) fn rebalance(
+    old: usize,
+    new: usize,
+    kept: usize,
+    current_kept: bool,
+    draw: f64,
+) -> Option<f64> {
+    let (old_n, new_n, kept_n) = (old as f64, new as f64, kept as f64);
+    if new > old {
+        if !current_kept || draw < 1.0 - old_n / new_n {
+            return Some(1.0);
+        }
+        return None;
+    }
+    if current_kept {
+        return None;
+    }
+    if old == kept {
+        // Nothing was removed, so the current host cannot be gone; stay.
+        return None;
+    }
+    let to_kept = kept_n * (old_n - new_n) / (new_n * (old_n - kept_n));
+    Some((1.0 - to_kept).clamp(0.0, 1.0))
 }
 
 impl HostList {
@@ -80,7 +157,71 @@ impl HostList {
             hosts,
             next: 0,
             failures: 0,
+            moving: None,
         }
+    }
+
+    /// Replaces the hosts with `new` (non-empty), keeping the session's place: returns whether
+    /// the client should leave `current` (the host it is connected to, or was last) to even
+    /// out the load ([`rebalance`]). After a `true`, [`next_host`](Self::next_host) picks as
+    /// the rule says until [`on_connected`](Self::on_connected).
+    pub(crate) fn update(&mut self, new: Vec<String>, current: Option<&str>) -> bool {
+        self.update_with(new, current, &mut rand::thread_rng())
+    }
+
+    pub(crate) fn update_with(
+        &mut self,
+        mut new: Vec<String>,
+        current: Option<&str>,
+        rng: &mut impl Rng,
+    ) -> bool {
+        new.sort();
+        new.dedup();
+        new.shuffle(rng);
+        let old = std::mem::take(&mut self.hosts);
+        let (mut kept, mut added) = (Vec::new(), Vec::new());
+        for (i, host) in new.iter().enumerate() {
+            if old.contains(host) {
+                kept.push(i);
+            } else {
+                added.push(i);
+            }
+        }
+        // Not connected and never was: the first host stands in, as in the Java client.
+        let current = current.or(old.first().map(String::as_str));
+        let current_kept = current.is_some_and(|c| new.iter().any(|h| h == c));
+        let decision = rebalance(
+            old.len(),
+            new.len(),
+            kept.len(),
+            current_kept,
+            rng.gen::<f64>(),
+        );
+        self.next = current
+            .and_then(|c| new.iter().position(|h| h == c))
+            .map_or(0, |i| i + 1)
+            % new.len().max(1);
+        self.hosts = new;
+        self.moving = decision.map(|to_added| Moving {
+            added,
+            kept,
+            to_added,
+            tried_added: 0,
+            tried_kept: 0,
+        });
+        self.moving.is_some()
+    }
+
+    /// The index of `host` in the list.
+    pub(crate) fn index_of(&self, host: &str) -> Option<usize> {
+        self.hosts.iter().position(|h| h == host)
+    }
+
+    /// A session was established on host `index`: rotation goes on after it, and a move
+    /// after an update is over.
+    pub(crate) fn on_connected(&mut self, index: usize) {
+        self.moving = None;
+        self.next = (index + 1) % self.hosts.len().max(1);
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -89,6 +230,13 @@ impl HostList {
 
     /// The next host to try and its index.
     pub(crate) fn next_host(&mut self) -> (usize, &str) {
+        if let Some(moving) = &mut self.moving {
+            match moving.next(&mut rand::thread_rng()) {
+                Some(i) if i < self.hosts.len() => return (i, &self.hosts[i]),
+                // Every host tried once since the update: back to rotation.
+                _ => self.moving = None,
+            }
+        }
         let i = self.next % self.hosts.len();
         self.next = (i + 1) % self.hosts.len();
         (i, &self.hosts[i])
@@ -186,5 +334,106 @@ mod tests {
         );
         list.prefer(2);
         assert_eq!(list.next_host().0, 2);
+    }
+
+    fn counts(hosts: &[&str], clients: &[String]) -> Vec<usize> {
+        hosts
+            .iter()
+            .map(|h| clients.iter().filter(|c| c == h).count())
+            .collect()
+    }
+
+    /// `n` clients spread evenly over `old`, each updated to `new`: where each ends up
+    /// (its first pick after the update, as if every host accepted it).
+    fn simulate(n: usize, old: &[&str], new: &[&str], seed: u64) -> (Vec<String>, usize) {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let mut moved = 0;
+        let ends = (0..n)
+            .map(|i| {
+                let mut list = HostList::new(old.iter().map(|h| h.to_string()).collect());
+                let current = old[i % old.len()];
+                let new_hosts = new.iter().map(|h| h.to_string()).collect();
+                if list.update_with(new_hosts, Some(current), &mut rng) {
+                    moved += 1;
+                    list.next_host().1.to_owned()
+                } else {
+                    current.to_owned()
+                }
+            })
+            .collect();
+        (ends, moved)
+    }
+
+    #[test]
+    fn the_rule_in_numbers() {
+        // 3 -> 5, my host kept: move with probability 1 - 3/5 = 0.4, to an added host.
+        assert_eq!(rebalance(3, 5, 3, true, 0.39), Some(1.0));
+        assert_eq!(rebalance(3, 5, 3, true, 0.41), None);
+        assert_eq!(rebalance(3, 5, 2, false, 0.99), Some(1.0));
+        // Shrinking: a kept host stays; a removed host's client moves.
+        assert_eq!(rebalance(5, 3, 3, true, 0.0), None);
+        assert_eq!(rebalance(5, 3, 3, false, 0.0), Some(0.0));
+        // 3 -> 3 with one replaced: the removed host's clients all go to the added one.
+        assert_eq!(rebalance(3, 3, 2, false, 0.5), Some(1.0));
+        // 4 -> 3, two removed, one added: to a kept host with 2*1/(3*2) = 1/3.
+        let p = rebalance(4, 3, 2, false, 0.0).unwrap();
+        assert!((p - 2.0 / 3.0).abs() < 1e-9, "{p}");
+    }
+
+    #[test]
+    fn growing_3_to_5_evens_out_and_moves_only_what_it_must() {
+        let old = ["a:1", "b:1", "c:1"];
+        let new = ["a:1", "b:1", "c:1", "d:1", "e:1"];
+        let (ends, moved) = simulate(3000, &old, &new, 7);
+        // Fair share 600; each count is binomial-like with sd about 15-20: 5 sd = 100.
+        for (host, n) in new.iter().zip(counts(&new, &ends)) {
+            assert!((500..=700).contains(&n), "{host}: {n}");
+        }
+        // Only about 2/5 of the clients move (the minimum to even out: 1200 of 3000).
+        assert!((1100..=1300).contains(&moved), "{moved}");
+    }
+
+    #[test]
+    fn shrinking_and_replacing_move_only_the_orphans() {
+        let (ends, moved) = simulate(
+            3000,
+            &["a:1", "b:1", "c:1", "d:1", "e:1"],
+            &["a:1", "b:1", "c:1"],
+            8,
+        );
+        assert_eq!(moved, 1200, "only the clients of d and e move");
+        for n in counts(&["a:1", "b:1", "c:1"], &ends) {
+            assert!((900..=1100).contains(&n), "{n}");
+        }
+        let (ends, moved) = simulate(3000, &["a:1", "b:1", "c:1"], &["a:1", "b:1", "d:1"], 9);
+        assert_eq!(moved, 1000);
+        assert_eq!(counts(&["a:1", "b:1", "d:1"], &ends), [1000, 1000, 1000]);
+    }
+
+    #[test]
+    fn after_a_move_every_host_is_tried_then_rotation() {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        let mut list = HostList::new(vec!["a:1".into()]);
+        let new = vec!["b:1".into(), "c:1".into(), "a:1".into(), "a:1".into()];
+        assert!(
+            list.update_with(new, Some("z:1"), &mut rng),
+            "a removed host moves"
+        );
+        assert_eq!(list.len(), 3, "duplicates dropped");
+        let mut seen: Vec<String> = (0..3).map(|_| list.next_host().1.to_owned()).collect();
+        seen.sort();
+        assert_eq!(seen, ["a:1", "b:1", "c:1"]);
+        // Then plain rotation over the new list.
+        let next: Vec<usize> = (0..3).map(|_| list.next_host().0).collect();
+        let mut sorted = next.clone();
+        sorted.sort();
+        assert_eq!(sorted, [0, 1, 2], "{next:?}");
+        // Connected: the move is over, rotation goes on after that host.
+        assert!(list.update_with(vec!["d:1".into()], Some("a:1"), &mut rng));
+        list.on_connected(0);
+        assert_eq!(list.next_host().1, "d:1");
+        assert_eq!(list.index_of("d:1"), Some(0));
     }
 }

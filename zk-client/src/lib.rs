@@ -182,6 +182,15 @@
 //! bounded queue of unread events ([`ClientBuilder::watch_buffer`]); a reader that falls
 //! behind gets [`Error::Lagged`] with the number of events dropped, then the events after.
 //!
+//! # Ensemble changes and operator commands
+//!
+//! The client never rewrites its host list by itself. [`Client::config_watcher`] follows the
+//! ensemble's membership (`/zookeeper/config`, parsed as [`EnsembleConfig`]),
+//! [`Client::reconfig`] changes it, and [`Client::update_hosts`] replaces the hosts while
+//! keeping the session, moving just enough clients to even out the load (ZOOKEEPER-1355).
+//! [`admin`] sends the four-letter words (`srvr`, `mntr`, `cons`, ...) and parses the
+//! answers. See `docs/ensemble.md` and `docs/operator-commands.md` in the repository.
+//!
 //! # Errors
 //!
 //! [`Error`] is a flat enum: node outcomes (`NoNode`, `NodeExists`, `BadVersion`, ...),
@@ -195,11 +204,13 @@
 // docs.rs (`--cfg docsrs`, nightly): label items that need a Cargo feature.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod admin;
 mod builder;
 mod client;
 mod command;
 mod connect;
 mod driver;
+mod ensemble;
 mod error;
 mod event;
 mod event_queue;
@@ -224,7 +235,10 @@ pub use builder::{
     ClientBuilder, DEFAULT_MAX_OUTSTANDING, DEFAULT_SESSION_TIMEOUT, DEFAULT_WATCH_BUFFER,
 };
 pub use bytes::Bytes;
-pub use client::{Client, CreateOptions, Op, OpResult, ReadOp, ReadResult, Transaction};
+pub use client::{
+    Client, ConfigWatcher, CreateOptions, Op, OpResult, ReadOp, ReadResult, Reconfig, Transaction,
+};
+pub use ensemble::{ClientAddress, ConfigParseError, EnsembleConfig, Member, Role};
 pub use error::{Error, Result};
 pub use event::{AddWatchMode, Arrival, EventType, Stamped, WatchedEvent, WatcherType};
 #[cfg(feature = "sasl-gssapi")]

@@ -5,10 +5,11 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::admin::HEALTH_EXIT_CODES_HELP;
 use crate::error::{CliError, EXIT_CODES_HELP};
 use crate::time::parse_duration;
 
-/// A ZooKeeper command-line tool: node commands and a lock-queue inspector.
+/// A ZooKeeper command-line tool: node commands, a lock-queue inspector, operator commands.
 #[derive(Debug, Parser)]
 #[command(name = "zkrs", version, about, after_help = EXIT_CODES_HELP)]
 pub(crate) struct Cli {
@@ -125,6 +126,57 @@ pub(crate) enum Command {
         /// The lock node (a child of the lock path).
         node: String,
     },
+    /// Health of the ensemble: `srvr` of every member of the connect string (no session),
+    /// with exit codes for monitoring probes.
+    #[command(after_help = HEALTH_EXIT_CODES_HELP)]
+    Health {
+        #[command(flatten)]
+        admin: AdminArgs,
+        /// A member more than this many transactions behind the leader is lagging.
+        #[arg(long, default_value_t = 1000)]
+        max_lag: u64,
+    },
+    /// Metrics (`mntr`) of every member of the connect string (no session).
+    Mntr {
+        #[command(flatten)]
+        admin: AdminArgs,
+        /// Only this key (repeatable), e.g. `-k zk_server_state`.
+        #[arg(long = "key", short = 'k')]
+        keys: Vec<String>,
+    },
+    /// The membership each member of the connect string runs with (`conf`; no session).
+    Config {
+        #[command(flatten)]
+        admin: AdminArgs,
+    },
+    /// Change the membership (dynamic reconfiguration; needs a super user, e.g.
+    /// `--auth digest:super:secret`) and print the new config.
+    Reconfig(ReconfigArgs),
+}
+
+/// `reconfig` options: `--add`/`--remove` (incremental) or `--members` (the whole new set).
+#[derive(Debug, Args)]
+pub(crate) struct ReconfigArgs {
+    /// A server to add: `server.<id>=<host>:<quorum port>:<election port>[:role];<client port>`.
+    #[arg(long = "add", required_unless_present_any = ["remove", "members"])]
+    pub(crate) add: Vec<String>,
+    /// A server id to remove.
+    #[arg(long = "remove")]
+    pub(crate) remove: Vec<u64>,
+    /// Non-incremental: every member of the new config (repeat per server).
+    #[arg(long = "members", conflicts_with_all = ["add", "remove"])]
+    pub(crate) members: Vec<String>,
+    /// Only if the current config has this version (hex, as `zkrs config` prints it).
+    #[arg(long)]
+    pub(crate) from_version: Option<String>,
+}
+
+/// Options of the operator commands (four-letter words to every member).
+#[derive(Debug, Args)]
+pub(crate) struct AdminArgs {
+    /// Bound on each member's answer (connect, send, read).
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub(crate) timeout: Duration,
 }
 
 /// `create` options.
@@ -195,9 +247,9 @@ pub(crate) struct Bound {
 }
 
 impl Command {
-    /// The path argument of the command.
-    fn path(&self) -> &str {
-        match self {
+    /// The path argument of the command (none for the operator commands).
+    fn path(&self) -> Option<&str> {
+        Some(match self {
             Command::Ls { path, .. }
             | Command::Get { path }
             | Command::Set { path, .. }
@@ -209,12 +261,16 @@ impl Command {
             Command::Create(a) => &a.path,
             Command::Watch(a) => &a.path,
             Command::Locks(a) => &a.path,
-        }
+            Command::Health { .. }
+            | Command::Mntr { .. }
+            | Command::Config { .. }
+            | Command::Reconfig(_) => return None,
+        })
     }
 
     /// Rejects a malformed path before connecting (the server would too, later and vaguer).
     pub(crate) fn check_paths(&self) -> Result<(), CliError> {
-        check_path(self.path())
+        self.path().map_or(Ok(()), check_path)
     }
 }
 

@@ -31,6 +31,9 @@ pub(crate) enum CliError {
         /// The client's error.
         source: ZkError,
     },
+    /// Operator commands: these members did not answer (the others' answers were printed).
+    #[error("no answer from {}", .0.join(", "))]
+    MembersFailed(Vec<String>),
     /// Anything else.
     #[error("{0}")]
     Other(String),
@@ -49,7 +52,7 @@ impl CliError {
     pub(crate) fn exit_code(&self) -> u8 {
         match self {
             CliError::Usage(_) => 2,
-            CliError::Unreachable { .. } => 3,
+            CliError::Unreachable { .. } | CliError::MembersFailed(_) => 3,
             CliError::Other(_) => 1,
             CliError::Zk { source, .. } => match source {
                 ZkError::InvalidPath { .. } | ZkError::InvalidArgument(_) => 2,

@@ -80,7 +80,11 @@ pub(crate) async fn run(session: &Session, out: &Output, cmd: Command) -> Result
         | Command::Locks(_)
         | Command::Revoke { .. }
         | Command::Services(_)
-        | Command::Members { .. } => Err(CliError::Other("internal: not a node command".into())),
+        | Command::Members { .. }
+        | Command::Health { .. }
+        | Command::Mntr { .. }
+        | Command::Config { .. }
+        | Command::Reconfig(_) => Err(CliError::Other("internal: not a node command".into())),
     }
 }
 

@@ -8,6 +8,7 @@
 mod acl;
 mod bodies;
 mod children;
+mod config;
 mod multi;
 mod node;
 mod options;
@@ -36,6 +37,7 @@ use crate::path::Chroot;
 use crate::state::{SessionInfo, SessionState};
 use crate::state_watcher::StateWatcher;
 
+pub use config::{ConfigWatcher, Reconfig};
 pub use multi::{Op, OpResult, ReadOp, ReadResult, Transaction};
 pub use options::CreateOptions;
 

@@ -113,6 +113,10 @@ pub(crate) struct Driver<C: Connector = TcpConnector> {
     tls_failures: Option<watch::Sender<TlsFailures>>,
     /// Which input [`wait`](Self::wait) polls first next time (round-robin).
     turn: usize,
+    /// The host the session was last established on (the "current" host of an update).
+    last_host: Option<String>,
+    /// A host-list update asked the client to leave its server.
+    rebalance: bool,
 }
 
 /// One connection: its stream (taken out while parked), buffers, and what the loop knows.
@@ -165,6 +169,8 @@ impl<C: Connector> Driver<C> {
             deadline: None,
             tls_failures: None,
             turn: 0,
+            last_host: None,
+            rebalance: false,
         }
     }
 
@@ -363,6 +369,8 @@ impl<C: Connector> Driver<C> {
         }
         if link.established.is_none() && self.session.is_connected() {
             link.established = Some(now());
+            self.hosts.on_connected(link.index);
+            self.last_host = Some(link.addr.clone());
             debug!(addr = %link.addr, "connected");
             crate::metrics::connected();
             self.note_tls(None);
@@ -467,6 +475,13 @@ impl<C: Connector> Driver<C> {
             }
             Input::Command(cmd) => {
                 self.on_command(cmd);
+                if let Some(i) = self.hosts.index_of(&link.addr) {
+                    link.index = i;
+                }
+                if std::mem::take(&mut self.rebalance) {
+                    debug!(addr = %link.addr, "host list updated: moving to even out the load");
+                    return Err(Disconnect::Rebalance);
+                }
                 Ok(())
             }
             Input::Timer => self.on_timer(),
@@ -557,10 +572,10 @@ impl<C: Connector> Driver<C> {
         let now = now();
         match cmd {
             Some(cmd) => {
-                self.session.handle_command(cmd, now);
+                self.dispatch(cmd, now);
                 for _ in 0..MAX_DRAIN {
                     match self.rx.try_recv() {
-                        Ok(cmd) => self.session.handle_command(cmd, now),
+                        Ok(cmd) => self.dispatch(cmd, now),
                         Err(_) => break,
                     }
                 }
@@ -570,6 +585,22 @@ impl<C: Connector> Driver<C> {
                 self.rx_closed = true;
                 self.session.handle_shutdown(now);
             }
+        }
+    }
+
+    /// Host-list updates are the driver's; everything else goes to the session.
+    fn dispatch(&mut self, cmd: Command, now: Instant) {
+        match cmd {
+            Command::UpdateHosts { hosts, reply } => {
+                // Connected: the current host; between connections: the last one.
+                let moving = self.hosts.update(hosts, self.last_host.as_deref());
+                // Only a live connection is left; between connections the next attempt
+                // already follows the update.
+                self.rebalance = moving && self.session.is_connected();
+                debug!(moving, hosts = self.hosts.len(), "host list updated");
+                let _ = reply.send(moving);
+            }
+            cmd => self.session.handle_command(cmd, now),
         }
     }
 

@@ -117,6 +117,8 @@ pub(crate) enum Disconnect {
     RequestTimeout,
     /// The server answered a resume with another session id (the old session is gone).
     SessionReplaced,
+    /// Leaving the server after a host-list update, to even out the load (ZOOKEEPER-1355).
+    Rebalance,
 }
 
 impl From<DecodeError> for Disconnect {
@@ -369,6 +371,8 @@ impl Session {
         match cmd {
             Command::Request(req) => self.submit(req, now),
             Command::DropWatch { path } => self.reconcile_watches(&path, now),
+            // The host list is the driver's: it takes these before they reach the session.
+            Command::UpdateHosts { .. } => {}
         }
     }
 

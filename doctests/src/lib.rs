@@ -32,3 +32,8 @@ pub struct Security;
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/metrics-tracing.md")]
 pub struct MetricsTracing;
+
+/// `docs/framework.md`.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/framework.md")]
+pub struct Framework;

@@ -198,6 +198,7 @@
 mod builder;
 mod client;
 mod command;
+pub mod compression;
 mod connect;
 mod driver;
 mod error;

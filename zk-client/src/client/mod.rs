@@ -8,6 +8,7 @@
 mod acl;
 mod bodies;
 mod children;
+mod compressed;
 mod multi;
 mod node;
 mod options;

@@ -42,3 +42,8 @@ pub struct Ensemble;
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/operator-commands.md")]
 pub struct OperatorCommands;
+
+/// `docs/framework.md`.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/framework.md")]
+pub struct Framework;

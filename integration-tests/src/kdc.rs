@@ -9,7 +9,7 @@
 
 use std::fs;
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -95,6 +95,41 @@ impl Kdc {
     /// Adds `name` (without realm, e.g. `zookeeper/localhost`) with a random key.
     pub fn add_principal(&self, name: &str) {
         self.kadmin(&format!("addprinc -randkey {name}"));
+    }
+
+    /// Adds `name` with the password `password` (for `kinit`).
+    pub fn add_principal_with_password(&self, name: &str, password: &str) {
+        self.kadmin(&format!("addprinc -pw {password} {name}"));
+    }
+
+    /// `kinit [-l lifetime] name` with `password` on stdin, into the credentials cache file
+    /// `cache` (MIT's `kinit`, Debian's `krb5-user`); panics with kinit's message on failure.
+    pub fn kinit(&self, name: &str, password: &str, lifetime: Option<&str>, cache: &Path) {
+        use std::io::Write;
+        let mut cmd = self.command("kinit");
+        if let Some(life) = lifetime {
+            cmd.args(["-l", life]);
+        }
+        let mut child = cmd
+            .arg("-c")
+            .arg(format!("FILE:{}", cache.display()))
+            .arg(Self::principal(name))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run kinit (install krb5-user): {e}"));
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin
+                .write_all(format!("{password}\n").as_bytes())
+                .expect("password to kinit");
+        }
+        let out = child.wait_with_output().expect("kinit");
+        assert!(
+            out.status.success(),
+            "kinit {name} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     /// Lowers the ticket lifetime of `name` (e.g. `"8 seconds"`).

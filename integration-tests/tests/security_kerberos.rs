@@ -19,6 +19,11 @@ use zk_client::{Acl, Client, CreateOptions, Error, KerberosOptions, Perms, Sessi
 
 /// The server's principal: the host part is the name the tests connect to.
 const SERVER_PRINCIPAL: &str = "zookeeper/localhost";
+/// A user with a password, who logs in with `kinit` (no keytab).
+const KINITED: &str = "kinited";
+const KINITED_PASSWORD: &str = "kinit-pw-1";
+/// Another, for the failure cases (so other tests' KDC requests do not count).
+const EXPIRING: &str = "expiring";
 
 struct Kerberized {
     kdc: Kdc,
@@ -43,6 +48,8 @@ async fn kerberized() -> &'static Kerberized {
             for name in [SERVER_PRINCIPAL, "app", "shortlived", "rotated", "gone"] {
                 kdc.add_principal(name);
             }
+            kdc.add_principal_with_password(KINITED, KINITED_PASSWORD);
+            kdc.add_principal_with_password(EXPIRING, KINITED_PASSWORD);
             kdc.set_max_life("shortlived", "8 seconds");
             let server_keytab = kdc.keytab("zookeeper.keytab", &[SERVER_PRINCIPAL]);
             let app_keytab = kdc.keytab("app.keytab", &["app"]);
@@ -321,4 +328,166 @@ async fn kerberos_java_client_with_the_same_keytab_has_the_same_identity() {
     assert_eq!(java_ids, vec![me.as_str()]);
     assert!(stdout.contains("DATA for app"), "{stdout}");
     app.close().await.expect("close");
+}
+
+/// `kinit` with a password into a credentials cache, then a client with no keytab: it logs in
+/// from the cache as its principal; whoami and a `sasl` ACL show that identity; the Java
+/// client with the same cache (JAAS `useTicketCache`) has the same identity.
+#[tokio::test]
+async fn kerberos_ticket_cache_from_kinit_connects_without_a_keytab() {
+    let k = kerberized().await;
+    let root = chroot(&k.server, "krb_ccache").await;
+    let hosts = k.hosts(&root);
+    let cache = k.kdc.path("kinited.cc");
+    k.kdc.kinit(KINITED, KINITED_PASSWORD, None, &cache);
+    let options = KerberosOptions::from_ticket_cache()
+        .ticket_cache(format!("FILE:{}", cache.display()))
+        .krb5_conf(k.kdc.krb5_conf());
+    let client = connect_as(&hosts, options.clone())
+        .await
+        .expect("connect from the ticket cache");
+    let me = Kdc::principal(KINITED);
+    let ids = client.whoami().await.expect("whoami");
+    assert!(
+        ids.iter().any(|i| i.auth_scheme == "sasl" && i.user == me),
+        "{ids:?}"
+    );
+    client
+        .create(
+            "/mine",
+            b"from kinit",
+            &CreateOptions::persistent().with_acl(vec![Acl::sasl(Perms::ALL, me.clone())]),
+        )
+        .await
+        .expect("create with a sasl ACL");
+    // A second session from the same cache (read again per connection), naming its
+    // principal (a plain path this time).
+    let again = connect_as(
+        &hosts,
+        KerberosOptions::new(me.clone(), "")
+            .ticket_cache(cache.display().to_string())
+            .krb5_conf(k.kdc.krb5_conf()),
+    )
+    .await
+    .expect("second connect");
+    assert_eq!(
+        &again.get_data("/mine").await.expect("read").0[..],
+        b"from kinit"
+    );
+
+    // Java, logging in from the same cache.
+    let jaas = k.dir.write(
+        "ccache-jaas.conf",
+        &format!(
+            "Client {{\n  com.sun.security.auth.module.Krb5LoginModule required\n  \
+             useTicketCache=true\n  ticketCache=\"{}\"\n  doNotPrompt=true\n  \
+             principal=\"{me}\";\n}};\n",
+            cache.display()
+        ),
+    );
+    let java = std::env::var("ZK_JAVA").unwrap_or_else(|_| "java".into());
+    let program: PathBuf = [env!("CARGO_MANIFEST_DIR"), "java", "KerberosWhoAmI.java"]
+        .iter()
+        .collect();
+    let out = within(
+        "Java client",
+        tokio::process::Command::new(java)
+            .args(["-Xmx128m", "-XX:TieredStopAtLevel=1"])
+            .arg(format!(
+                "-Djava.security.auth.login.config={}",
+                jaas.display()
+            ))
+            .arg(format!(
+                "-Djava.security.krb5.conf={}",
+                k.kdc.krb5_conf().display()
+            ))
+            .args([
+                "-cp",
+                "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-nop.jar",
+            ])
+            .arg(program)
+            .args([hosts.as_str(), "/mine"])
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("run the Java client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains(&format!("ID sasl {me}")),
+        "Java client: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("DATA from kinit"), "{stdout}");
+    client.close().await.expect("close");
+    again.close().await.expect("close");
+}
+
+/// An expired ticket, a missing or corrupt cache, a cache of another principal: `connect()`
+/// fails with `AuthFailed` at once, without asking the KDC for a service ticket.
+#[tokio::test]
+async fn kerberos_expired_or_absent_ticket_cache_fails_with_auth_failed() {
+    let k = kerberized().await;
+    let expired = k.kdc.path("expired.cc");
+    k.kdc
+        .kinit(EXPIRING, KINITED_PASSWORD, Some("2s"), &expired);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let valid = k.kdc.path("valid.cc");
+    k.kdc.kinit(EXPIRING, KINITED_PASSWORD, None, &valid);
+    let garbage = k.dir.write("garbage.cc", "\u{5}\u{4}not a cache at all");
+    let cases = [
+        (
+            "expired",
+            KerberosOptions::from_ticket_cache().ticket_cache(expired.display().to_string()),
+        ),
+        (
+            "absent",
+            KerberosOptions::from_ticket_cache().ticket_cache("FILE:/nonexistent/zkrs.cc"),
+        ),
+        (
+            "garbage",
+            KerberosOptions::from_ticket_cache().ticket_cache(garbage.display().to_string()),
+        ),
+        (
+            "keyring",
+            KerberosOptions::from_ticket_cache().ticket_cache("KEYRING:persistent:0"),
+        ),
+        (
+            "other principal",
+            KerberosOptions::new(Kdc::principal("app"), "")
+                .ticket_cache(valid.display().to_string()),
+        ),
+    ];
+    // The KDC logs a service ticket request as "<client> for <service>" (TGS_REQ lines).
+    let tgs_requests = format!("{} for zookeeper", Kdc::principal(EXPIRING));
+    for (what, options) in cases {
+        let before = k.kdc.log_lines_with(&tgs_requests);
+        let started = std::time::Instant::now();
+        let err = connect_as(&k.hosts(""), options.krb5_conf(k.kdc.krb5_conf()))
+            .await
+            .expect_err(what);
+        assert!(matches!(err, Error::AuthFailed), "{what}: {err:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{what}: failed at once"
+        );
+        assert_eq!(
+            k.kdc.log_lines_with(&tgs_requests),
+            before,
+            "{what}: no TGS request"
+        );
+    }
+    // The control: the valid cache connects, and its TGS request is counted.
+    let before = k.kdc.log_lines_with(&tgs_requests);
+    let ok = connect_as(
+        &k.hosts(""),
+        KerberosOptions::from_ticket_cache()
+            .ticket_cache(valid.display().to_string())
+            .krb5_conf(k.kdc.krb5_conf()),
+    )
+    .await
+    .expect("the valid cache connects");
+    assert!(k.kdc.log_lines_with(&tgs_requests) > before);
+    ok.close().await.expect("close");
 }

@@ -122,6 +122,11 @@ pub enum Error {
     /// The server sent bytes that do not decode as the expected record.
     #[error("protocol error: {0}")]
     Protocol(#[from] DecodeError),
+    /// Node data could not be compressed or decompressed (the
+    /// [`compression`](crate::compression) helpers): corrupt data, or more than the bound.
+    /// The call itself succeeded on the server (a read) or sent nothing (a write).
+    #[error("compression: {0}")]
+    Compression(#[from] crate::compression::CompressionError),
 }
 
 impl Error {

@@ -7,6 +7,8 @@
 //! `zookeeper.server.principal`), the KDC from `krb5.conf` (`java.security.krb5.conf`) or
 //! given directly (`java.security.krb5.kdc`). See the repository's `docs/security.md`.
 
+pub(crate) mod ccache;
+
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -23,7 +25,9 @@ use std::path::{Path, PathBuf};
 /// # Ok(()) }
 /// ```
 ///
-/// For each connection the client reads the keytab, gets a ticket-granting ticket and a
+/// For each connection the client reads the keytab (or, with
+/// [`from_ticket_cache`](Self::from_ticket_cache), takes the ticket-granting ticket `kinit`
+/// left in a credentials cache), gets a ticket-granting ticket and a
 /// ticket for the server principal from the KDC (so renewed keys and expired tickets are
 /// never a problem: every connection starts with fresh tickets), and authenticates with
 /// it. The server principal is `zookeeper/<host>@<realm>`: `<host>` is the host of the
@@ -40,6 +44,9 @@ pub struct KerberosOptions {
     pub(crate) server_principal: Option<String>,
     pub(crate) kdc: Option<String>,
     pub(crate) krb5_conf: Option<PathBuf>,
+    /// `Some`: log in from a credentials cache (`None` inside: the default one) instead of
+    /// the keytab.
+    pub(crate) ticket_cache: Option<Option<String>>,
 }
 
 impl fmt::Debug for KerberosOptions {
@@ -52,6 +59,7 @@ impl fmt::Debug for KerberosOptions {
             .field("server_principal", &self.server_principal)
             .field("kdc", &self.kdc)
             .field("krb5_conf", &self.krb5_conf)
+            .field("ticket_cache", &self.ticket_cache)
             .finish()
     }
 }
@@ -69,7 +77,49 @@ impl KerberosOptions {
             server_principal: None,
             kdc: None,
             krb5_conf: None,
+            ticket_cache: None,
         }
+    }
+
+    /// Authenticates with the ticket-granting ticket that `kinit` left in the default
+    /// credentials cache, as the cache's principal, without a keytab (the JAAS
+    /// `Krb5LoginModule` with `useTicketCache=true`).
+    ///
+    /// The default cache is `$KRB5CCNAME` (`FILE:<path>` or a path), else
+    /// `/tmp/krb5cc_<uid>`; [`ticket_cache`](Self::ticket_cache) names another. Only the
+    /// `FILE:` type is read (MIT format version 4 or 3, what `kinit` writes); `KEYRING:`,
+    /// `KCM:`, `DIR:` caches are refused with a clear error. The cache is read again for
+    /// each connection, so a `kinit` (or `kinit -R`) done while the client runs is picked
+    /// up by the next one; the ticket-granting ticket is used to get the server's ticket
+    /// from the KDC (the KDC is found as for a keytab). A missing cache, a cache without a
+    /// ticket-granting ticket, or an expired one ends the session in
+    /// [`SessionState::AuthFailed`](crate::SessionState::AuthFailed) before anything is
+    /// sent to ZooKeeper, with the reason logged (`tracing`); the client never renews
+    /// tickets itself.
+    ///
+    /// ```no_run
+    /// # async fn f() -> zk_client::Result<()> {
+    /// use zk_client::{Client, KerberosOptions};
+    /// // after `kinit app@EXAMPLE.COM`
+    /// let client = Client::builder("zk1.example.com:2181")
+    ///     .sasl_gssapi(KerberosOptions::from_ticket_cache())
+    ///     .connect()
+    ///     .await?;
+    /// println!("{:?}", client.whoami().await?);
+    /// # Ok(()) }
+    /// ```
+    pub fn from_ticket_cache() -> Self {
+        let mut options = Self::new("", "");
+        options.ticket_cache = Some(None);
+        options
+    }
+
+    /// Logs in from the credentials cache `name` (`FILE:<path>` or a path) instead of the
+    /// keytab; see [`from_ticket_cache`](Self::from_ticket_cache). When the options name a
+    /// principal ([`new`](Self::new)), the cache must be that principal's.
+    pub fn ticket_cache(mut self, name: impl Into<String>) -> Self {
+        self.ticket_cache = Some(Some(name.into()));
+        self
     }
 
     /// The service part of the server principal (default `zookeeper`; Java's

@@ -208,6 +208,7 @@ pub mod admin;
 mod builder;
 mod client;
 mod command;
+pub mod compression;
 mod connect;
 mod driver;
 mod ensemble;

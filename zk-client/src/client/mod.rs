@@ -8,6 +8,7 @@
 mod acl;
 mod bodies;
 mod children;
+mod compressed;
 mod config;
 mod multi;
 mod node;

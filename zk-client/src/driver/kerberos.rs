@@ -1,17 +1,22 @@
 //! Kerberos tickets for SASL GSSAPI (feature `sasl-gssapi`): before each connection's
 //! handshake, the driver gets a ticket-granting ticket with the keytab's key (AS exchange)
 //! and a ticket for the server's principal (TGS exchange) from the KDC over TCP, and hands
-//! the session a GSSAPI mechanism holding them.
+//! the session a GSSAPI mechanism holding them. With a credentials cache (`kinit`), the
+//! ticket-granting ticket comes from the cache and only the TGS exchange is done (`tgs.rs`).
+
+mod tgs;
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use krb5_gss::gss::NativeGssContext;
 use krb5_gss::{KdcBoxFuture, KdcTransport, KerberosCredentials, KerberosError, Krb5Client};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::kerberos::ccache::{self, Ccache};
 use crate::session::gssapi::{Gssapi, GssapiConfig};
 use crate::session::Mechanism;
 
@@ -33,6 +38,9 @@ pub(crate) async fn prepare(
     cfg: &GssapiConfig,
     host: &str,
 ) -> Result<Box<dyn Mechanism>, Unprepared> {
+    if let Some(cache) = &cfg.ticket_cache {
+        return prepare_from_cache(cfg, cache.as_deref(), host).await;
+    }
     let realm = cfg.realm().map_err(Unprepared::Refused)?;
     let service = cfg
         .server_principal_for(host)
@@ -61,6 +69,58 @@ pub(crate) async fn prepare(
         }
         Err(e) => Err(Unprepared::Refused(format!(
             "{} for {service}@{realm} from KDC {kdc}: {e}",
+            cfg.principal
+        ))),
+    }
+}
+
+/// Reads the credentials cache (`None`: the default one) and gets the server's ticket with
+/// its ticket-granting ticket.
+async fn prepare_from_cache(
+    cfg: &GssapiConfig,
+    cache: Option<&str>,
+    host: &str,
+) -> Result<Box<dyn Mechanism>, Unprepared> {
+    let refused = Unprepared::Refused;
+    let path = match cache {
+        Some(name) => ccache::cache_path(name),
+        None => ccache::default_path(),
+    }
+    .map_err(refused)?;
+    let cache = Ccache::read(&path).map_err(refused)?;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default();
+    let tgt = cache
+        .tgt(now)
+        .map_err(|e| refused(format!("credentials cache {}: {e}", path.display())))?;
+    let principal = cache.principal.display();
+    if !cfg.principal.is_empty() && cfg.principal != principal {
+        return Err(refused(format!(
+            "credentials cache {} holds {principal}, not {}",
+            path.display(),
+            cfg.principal
+        )));
+    }
+    let mut cfg = cfg.clone();
+    cfg.principal = principal;
+    let service = cfg.server_principal_for(host).map_err(refused)?;
+    let kdc = cfg.kdc_address().map_err(refused)?;
+    let transport = Tcp {
+        addr: kdc.clone(),
+        unreachable: Arc::new(AtomicBool::new(false)),
+    };
+    match tgs::service_ticket(&cache.principal, tgt, &service, &transport).await {
+        Ok(ticket) => {
+            tracing::debug!(%service, %kdc, cache = %path.display(), "Kerberos service ticket");
+            Ok(Box::new(Gssapi::new(NativeGssContext::from_acquired(
+                ticket,
+            ))))
+        }
+        Err(tgs::TgsError::Transport(e)) => Err(Unprepared::Unreachable(format!("KDC {kdc}: {e}"))),
+        Err(tgs::TgsError::Refused(e)) => Err(refused(format!(
+            "{} for {service} from KDC {kdc}: {e}",
             cfg.principal
         ))),
     }

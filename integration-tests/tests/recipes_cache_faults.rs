@@ -193,6 +193,8 @@ async fn cache_equals_the_server_after_every_batch_under_faults_and_matches_cura
     timeout(LIMIT, cache.initialized()).await.unwrap().unwrap();
     // The consumer's view: the events replayed over the empty start, checked at every round.
     let mut view = Replay::new(Tree::new());
+    // The round at which Curator's cache stopped following, if it did.
+    let mut curator_stalled = None;
     let java = timeout(LIMIT, JavaCache::start(&ens.hosts(&root), "/app"))
         .await
         .unwrap();
@@ -316,13 +318,22 @@ async fn cache_equals_the_server_after_every_batch_under_faults_and_matches_cura
             Vec::<String>::new(),
             "round {round} (fault {fault}): the events replayed differ from the server"
         );
-        if round % 6 == 0 || round == rounds {
+        if (round % 6 == 0 || round == rounds) && curator_stalled.is_none() {
             // Curator refreshes the nodes it finds through cversion in the background, so
             // its marker can arrive before the rest of a resync: take its snapshot again
             // until it has caught up, within CATCH_UP (ours is checked at the marker, above).
             // Nodes it already missed for good (below) are not waited for again.
             let caught_up = tokio::time::Instant::now() + CATCH_UP;
-            let mut theirs = java.dump_at("/app/marker", &mark).await;
+            // Curator 5.4's cache can also stall for good (a long run saw its marker never
+            // arrive within 120 s, round after round, while ours and the server moved on):
+            // reported, and Curator is not compared again.
+            let Some(mut theirs) = java.dump_at("/app/marker", &mark).await else {
+                eprintln!(
+                    "round {round}: Curator's cache never reached the marker; not compared again"
+                );
+                curator_stalled = Some(round);
+                continue;
+            };
             let behind = |theirs: &Tree| {
                 diff(&server, theirs)
                     .iter()
@@ -330,7 +341,10 @@ async fn cache_equals_the_server_after_every_batch_under_faults_and_matches_cura
             };
             while behind(&theirs) && tokio::time::Instant::now() < caught_up {
                 tokio::time::sleep(Duration::from_millis(200)).await;
-                theirs = java.dump_at("/app/marker", &mark).await;
+                match java.dump_at("/app/marker", &mark).await {
+                    Some(t) => theirs = t,
+                    None => break,
+                }
             }
             // Curator 5.4's cache can lose a subtree for good: a getChildren it issues after
             // a node's getData, lost to a connection loss, is never retried, and its rebuild
@@ -371,7 +385,7 @@ async fn cache_equals_the_server_after_every_batch_under_faults_and_matches_cura
     assert_ne!(manager.current().number, 1, "the expiry gave a new session");
     let final_tree = cache_tree(&cache);
     println!(
-        "cache faults: {rounds} rounds, {writes} writes, {} events, {} nodes at the end, {differences} differences, {} nodes Curator's cache missed, {:.1?}",
+        "cache faults: {rounds} rounds, {writes} writes, {} events, {} nodes at the end, {differences} differences, 0 replay problems, {} nodes Curator's cache missed, Curator stalled at round {curator_stalled:?}, {:.1?}",
         rec.len(),
         final_tree.len(),
         known_missed.len(),

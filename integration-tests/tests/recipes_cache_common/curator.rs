@@ -72,14 +72,18 @@ impl JavaCache {
         self.stdin.flush().await.expect("flush");
     }
 
-    /// Waits until the Java cache's `marker` holds `value`, then returns its snapshot.
-    pub async fn dump_at(&mut self, marker: &str, value: &str) -> Tree {
+    /// Waits until the Java cache's `marker` holds `value`, then returns its snapshot; `None`
+    /// when Curator's cache did not get there within its wait (120 s).
+    pub async fn dump_at(&mut self, marker: &str, value: &str) -> Option<Tree> {
         self.send(&format!("wait {marker} {value}")).await;
         let mut tree = Tree::new();
         loop {
             let line = self.line().await;
             if line == "END" {
-                return tree;
+                return Some(tree);
+            }
+            if line == "TIMEOUT" && tree.is_empty() {
+                return None;
             }
             let parts: Vec<&str> = line.split(' ').collect();
             match parts[..] {

@@ -34,6 +34,7 @@
 mod inbound;
 mod outbox;
 mod pending;
+pub(crate) mod poison;
 mod reap;
 #[cfg(feature = "sasl")]
 mod sasl;
@@ -61,6 +62,7 @@ use crate::state::{SessionInfo, SessionState};
 pub(crate) use outbox::Event;
 use outbox::Outbox;
 use pending::{InFlight, PendingQueue};
+use poison::{Fingerprint, PoisonLedger};
 use watches::{Route, WatchRegistry};
 use xid::XidAllocator;
 
@@ -195,6 +197,8 @@ pub(crate) struct Session {
     /// The mechanism the driver prepared for the next exchange (GSSAPI).
     #[cfg(feature = "sasl")]
     sasl_prepared: Option<Box<dyn Mechanism>>,
+    /// Requests the server drops the connection on (shared across a lineage of sessions).
+    poison: PoisonLedger,
 }
 
 impl Session {
@@ -229,6 +233,7 @@ impl Session {
             sasl: None,
             #[cfg(feature = "sasl")]
             sasl_prepared: None,
+            poison: PoisonLedger::default(),
         }
     }
 
@@ -401,6 +406,11 @@ impl Session {
                 .reply(req.reply, Err(Error::RequestTooLarge { len, max }));
             return;
         }
+        // A request the server is known to drop the connection on: refuse it alone.
+        if let Some(err) = self.poison_refusal(req.op, &req.body, now) {
+            self.events.reply(req.reply, Err(err));
+            return;
+        }
         if req.op == OpCode::CloseSession && !self.is_connected() {
             debug!("closing a disconnected session locally; closing it on the server later");
             self.events.reply(req.reply, Ok(Bytes::new()));
@@ -462,6 +472,7 @@ impl Session {
             }
             self.pending.push(InFlight {
                 xid,
+                print: Fingerprint::of(req.op, &req.body),
                 op: req.op,
                 reply: req.reply,
                 watch: req.watch,
@@ -589,6 +600,7 @@ impl Session {
             return;
         }
         debug!(?reason, in_flight = self.pending.len(), "disconnected");
+        self.note_loss(reason, now);
         self.phase = Phase::Idle;
         self.out.clear();
         self.pending

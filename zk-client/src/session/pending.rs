@@ -8,6 +8,7 @@ use tokio::sync::oneshot;
 use zk_proto::OpCode;
 
 use super::outbox::Outbox;
+use super::poison::Fingerprint;
 use crate::command::WatchAction;
 use crate::error::{Error, Result};
 
@@ -18,8 +19,10 @@ pub(crate) struct InFlight {
     pub(crate) op: OpCode,
     pub(crate) reply: oneshot::Sender<Result<Bytes>>,
     pub(crate) watch: Option<WatchAction>,
-    /// When it was written (for the request timeout).
+    /// When it was written (for the request timeout and the poison rule).
     pub(crate) sent: Instant,
+    /// What identifies it to the poison rule (see `poison.rs`).
+    pub(crate) print: Fingerprint,
     /// Its `zk_request` span, closed when the entry is dropped.
     pub(crate) span: tracing::Span,
 }
@@ -52,6 +55,11 @@ impl PendingQueue {
             Some(front) => Err(Some(front.xid)),
             None => Err(None),
         }
+    }
+
+    /// The entries, oldest first.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &InFlight> {
+        self.queue.iter()
     }
 
     /// Whether an entry will register a watch on `path`.

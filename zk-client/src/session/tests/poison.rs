@@ -1,0 +1,238 @@
+//! Poison requests: a request the server answers by dropping the connection is refused
+//! locally after two losses in a row right after it was written.
+
+use zk_proto::records::{AddWatchRequest, SetDataRequest};
+
+use super::*;
+use crate::session::poison::PoisonLedger;
+
+fn add_watch(f: &mut Fixture, path: &str) -> oneshot::Receiver<Result<Bytes>> {
+    let body = encode(&AddWatchRequest {
+        path: path.into(),
+        mode: 1,
+    });
+    f.submit(OpCode::AddWatch, body, None)
+}
+
+fn set_data(f: &mut Fixture, path: &str, len: usize) -> oneshot::Receiver<Result<Bytes>> {
+    let body = encode(&SetDataRequest {
+        path: path.into(),
+        data: Bytes::from(vec![7; len]),
+        version: -1,
+    });
+    f.submit(OpCode::SetData, body, None)
+}
+
+/// Ops of the requests written since the last call.
+fn sent_ops(f: &mut Fixture) -> Vec<i32> {
+    f.sent()
+        .into_iter()
+        .filter_map(|s| match s {
+            Sent::Packet { op, .. } => Some(op),
+            Sent::Connect(_) => None,
+        })
+        .collect()
+}
+
+fn answer(rx: &mut oneshot::Receiver<Result<Bytes>>) -> Option<Result<Bytes>> {
+    rx.try_recv().ok()
+}
+
+/// `add_watch` on `/c` is written, and the server closes the connection 20 ms later.
+fn dropped_once(f: &mut Fixture, at: Duration) -> Option<Result<Bytes>> {
+    let now = f.at(at);
+    f.connect(0x42, false);
+    f.sent();
+    let mut rx = add_watch(f, "/c");
+    assert_eq!(sent_ops(f), vec![OpCode::AddWatch.as_i32()]);
+    let now = now + Duration::from_millis(20);
+    f.now = now;
+    f.disconnect(&Disconnect::Transport, now);
+    answer(&mut rx)
+}
+
+#[test]
+fn a_request_dropped_twice_in_a_row_is_refused_locally() {
+    let mut f = Fixture::new(config());
+    for i in 0..2 {
+        let got = dropped_once(&mut f, Duration::from_secs(i));
+        assert!(matches!(got, Some(Err(Error::ConnectionLoss))), "{got:?}");
+    }
+    // Connected again: the same request fails at once and nothing is sent.
+    f.at(Duration::from_secs(2));
+    f.connect(0x42, false);
+    f.sent();
+    let mut rx = add_watch(&mut f, "/c");
+    match answer(&mut rx) {
+        Some(Err(Error::ServerDropsRequest {
+            op,
+            path,
+            retry_after,
+        })) => {
+            assert_eq!(op, OpCode::AddWatch);
+            assert_eq!(path.as_deref(), Some("/c"));
+            assert!(retry_after > Duration::from_secs(55), "{retry_after:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let err = Error::ServerDropsRequest {
+        op: OpCode::AddWatch,
+        path: Some("/c".into()),
+        retry_after: Duration::from_secs(60),
+    };
+    assert!(!err.is_retryable());
+    assert!(
+        err.to_string()
+            .starts_with("the server drops the connection on AddWatch requests for /c"),
+        "{err}"
+    );
+    assert!(sent_ops(&mut f).is_empty());
+    // Other requests, the same op on another path, go out.
+    let _other = add_watch(&mut f, "/d");
+    let _read = f.get_data("/c");
+    assert_eq!(
+        sent_ops(&mut f),
+        vec![OpCode::AddWatch.as_i32(), OpCode::GetData.as_i32()]
+    );
+
+    // After the quarantine it is sent again; one more drop quarantines it at once.
+    let now = f.at(Duration::from_secs(50));
+    f.disconnect(&Disconnect::Transport, now);
+    let got = dropped_once(&mut f, Duration::from_secs(63));
+    assert!(matches!(got, Some(Err(Error::ConnectionLoss))), "{got:?}");
+    f.connect(0x42, false);
+    f.sent();
+    let mut rx = add_watch(&mut f, "/c");
+    assert!(matches!(
+        answer(&mut rx),
+        Some(Err(Error::ServerDropsRequest { .. }))
+    ));
+}
+
+#[test]
+fn losses_long_after_the_write_or_not_by_the_server_do_not_count() {
+    let mut f = Fixture::new(config());
+    for i in 0..3 {
+        let now = f.at(Duration::from_secs(10 * i));
+        f.connect(0x42, false);
+        f.sent();
+        let mut rx = add_watch(&mut f, "/c");
+        // The loss comes 2 s after the write: not "right after" it.
+        f.disconnect(&Disconnect::Transport, now + Duration::from_secs(2));
+        assert!(matches!(answer(&mut rx), Some(Err(Error::ConnectionLoss))));
+    }
+    for i in 3..6 {
+        let now = f.at(Duration::from_secs(10 * i));
+        f.connect(0x42, false);
+        f.sent();
+        let mut rx = add_watch(&mut f, "/c");
+        // A read timeout is the server's silence, not a drop.
+        f.disconnect(&Disconnect::ReadTimeout, now + Duration::from_millis(5));
+        assert!(matches!(answer(&mut rx), Some(Err(Error::ConnectionLoss))));
+    }
+    f.connect(0x42, false);
+    f.sent();
+    let _rx = add_watch(&mut f, "/c");
+    assert_eq!(sent_ops(&mut f), vec![OpCode::AddWatch.as_i32()]);
+}
+
+#[test]
+fn a_loss_in_between_without_the_request_breaks_the_streak() {
+    let mut f = Fixture::new(config());
+    dropped_once(&mut f, Duration::ZERO);
+    // A loss with only another request in flight.
+    f.at(Duration::from_secs(1));
+    f.connect(0x42, false);
+    f.sent();
+    let _rx = f.get_data("/x");
+    f.disconnect(&Disconnect::Transport, f.now);
+    dropped_once(&mut f, Duration::from_secs(2));
+    f.connect(0x42, false);
+    f.sent();
+    let _rx = add_watch(&mut f, "/c");
+    assert_eq!(sent_ops(&mut f), vec![OpCode::AddWatch.as_i32()]);
+}
+
+#[test]
+fn queued_identical_requests_fail_when_the_request_is_quarantined() {
+    let mut f = Fixture::new(SessionConfig {
+        max_outstanding: 1,
+        ..config()
+    });
+    dropped_once(&mut f, Duration::ZERO);
+    f.at(Duration::from_secs(1));
+    f.connect(0x42, false);
+    f.sent();
+    let mut first = add_watch(&mut f, "/c");
+    // The window is full: these two wait.
+    let mut queued = add_watch(&mut f, "/c");
+    let mut other = f.get_data("/c");
+    assert_eq!(f.s.queued(), 2);
+    f.disconnect(&Disconnect::Transport, f.now + Duration::from_millis(3));
+    assert!(matches!(
+        answer(&mut first),
+        Some(Err(Error::ConnectionLoss))
+    ));
+    assert!(matches!(
+        answer(&mut queued),
+        Some(Err(Error::ServerDropsRequest { .. }))
+    ));
+    assert!(answer(&mut other).is_none(), "still waiting");
+    f.connect(0x42, false);
+    assert_eq!(sent_ops(&mut f), vec![OpCode::GetData.as_i32()]);
+}
+
+#[test]
+fn a_large_write_is_caught_but_a_small_one_to_the_same_node_is_not() {
+    let mut f = Fixture::new(config());
+    for i in 0..2 {
+        let now = f.at(Duration::from_secs(i));
+        f.connect(0x42, false);
+        f.sent();
+        let mut rx = set_data(&mut f, "/big", 600_000);
+        f.disconnect(&Disconnect::Transport, now + Duration::from_millis(50));
+        assert!(matches!(answer(&mut rx), Some(Err(Error::ConnectionLoss))));
+    }
+    f.connect(0x42, false);
+    f.sent();
+    let mut big = set_data(&mut f, "/big", 700_000);
+    assert!(matches!(
+        answer(&mut big),
+        Some(Err(Error::ServerDropsRequest {
+            op: OpCode::SetData,
+            ..
+        }))
+    ));
+    let _small = set_data(&mut f, "/big", 10);
+    assert_eq!(sent_ops(&mut f), vec![OpCode::SetData.as_i32()]);
+}
+
+#[test]
+fn sessions_sharing_a_ledger_learn_from_each_other() {
+    // As a SessionManager's generations: the first session is dropped once and expires, the
+    // next one is dropped once on the same request.
+    let ledger = PoisonLedger::new(Duration::from_secs(30));
+    let mut old = Fixture::new(config());
+    old.s.share_poison(ledger.clone());
+    dropped_once(&mut old, Duration::ZERO);
+    let mut new = Fixture::new(config());
+    new.s.share_poison(ledger);
+    new.t0 = old.now;
+    let got = dropped_once(&mut new, Duration::from_millis(500));
+    assert!(matches!(got, Some(Err(Error::ConnectionLoss))), "{got:?}");
+    new.connect(0x42, false);
+    new.sent();
+    let mut rx = add_watch(&mut new, "/c");
+    match answer(&mut rx) {
+        Some(Err(Error::ServerDropsRequest { retry_after, .. })) => {
+            assert!(retry_after <= Duration::from_secs(30), "{retry_after:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // A client with its own ledger knows nothing of it.
+    let mut fresh = Fixture::new(config());
+    fresh.connect(0x44, false);
+    fresh.sent();
+    let _rx = add_watch(&mut fresh, "/c");
+    assert_eq!(sent_ops(&mut fresh), vec![OpCode::AddWatch.as_i32()]);
+}

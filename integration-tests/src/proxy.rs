@@ -7,7 +7,8 @@
 //!
 //! Faults: [`Mode`] (pass, blackhole, refuse, delay) for traffic from now on, [`Proxy::cut`] for the
 //! connections open now, and [`Proxy::drop_next_create_reply`] for "the create happened but the
-//! client never heard of it". The proxy's tasks run on the runtime that called [`Proxy::start`]
+//! client never heard of it", and [`Proxy::drop_on`] for a request the server answers by
+//! closing the connection. The proxy's tasks run on the runtime that called [`Proxy::start`]
 //! and end when the [`Proxy`] is dropped (or that runtime ends).
 //!
 //! ```no_run
@@ -37,6 +38,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::probe::{op, MAX_PACKET};
 use crate::ZkTarget;
+pub use drop_rule::DropRule;
+use drop_rule::Dropper;
+
+mod drop_rule;
 
 /// What the proxy does with traffic from now on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +81,10 @@ pub struct Stats {
     pub to_client: u64,
     /// Create replies dropped by [`Proxy::drop_next_create_reply`].
     pub create_replies_dropped: u64,
+    /// Connections closed on a request by the [`DropRule`] of [`Proxy::drop_on`].
+    pub requests_dropped: u64,
+    /// Connections whose `ConnectRequest` asked for a new session (session id 0).
+    pub new_sessions: u64,
 }
 
 #[derive(Debug)]
@@ -99,6 +108,7 @@ struct Shared {
     armed: AtomicU64,
     armed_total: AtomicU64,
     dropped: watch::Sender<u64>,
+    dropper: Dropper,
     cancel: CancellationToken,
 }
 
@@ -129,6 +139,7 @@ impl Proxy {
             armed: AtomicU64::new(0),
             armed_total: AtomicU64::new(0),
             dropped: watch::channel(0).0,
+            dropper: Dropper::default(),
             cancel: CancellationToken::new(),
         });
         tokio::spawn(accept_loop(Arc::clone(&shared), listener, addr));
@@ -178,6 +189,23 @@ impl Proxy {
         self.shared.armed.fetch_add(1, Ordering::SeqCst);
     }
 
+    /// From now on, closes the connection (both legs, FIN) instead of forwarding a request
+    /// that matches `rule`, as a server does with a request it does not accept; `None`
+    /// forwards everything again. Counted in [`Stats::requests_dropped`].
+    pub fn drop_on(&self, rule: Option<DropRule>) {
+        self.shared.dropper.set(rule);
+    }
+
+    /// With `true`, turns every resume `ConnectRequest` into one for a new session: the server
+    /// answers with another session id and the client's session is gone (it reports
+    /// `Expired`), as with a server that never resumes sessions (ClickHouse Keeper).
+    pub fn refuse_resume(&self, refuse: bool) {
+        self.shared
+            .dropper
+            .no_resume
+            .store(refuse, Ordering::SeqCst);
+    }
+
     /// Waits up to `limit` until every armed [`drop_next_create_reply`](Self::drop_next_create_reply)
     /// has fired; returns whether they did.
     pub async fn wait_create_reply_dropped(&self, limit: Duration) -> bool {
@@ -205,6 +233,8 @@ impl Proxy {
             to_server: s.to_server.load(Ordering::SeqCst),
             to_client: s.to_client.load(Ordering::SeqCst),
             create_replies_dropped: *s.dropped.borrow(),
+            requests_dropped: s.dropper.dropped.load(Ordering::SeqCst),
+            new_sessions: s.dropper.new_sessions.load(Ordering::SeqCst),
         }
     }
 }
@@ -421,6 +451,15 @@ async fn writer(
             () = gate(&mut mode_rx, read_at) => {}
         }
         let is_handshake = std::mem::replace(&mut first, false);
+        let packet = if dir == Dir::ToServer && is_handshake {
+            shared.dropper.note_connect(packet)
+        } else {
+            packet
+        };
+        if dir == Dir::ToServer && !is_handshake && shared.dropper.drops(&packet) {
+            ctl.cancel.cancel();
+            break true;
+        }
         if !is_handshake && inspect(&shared, &ctl, dir, &packet) == Verdict::DropAndCut {
             shared.dropped.send_modify(|n| *n += 1);
             ctl.cancel.cancel();

@@ -191,7 +191,16 @@ impl ClientBuilder {
     /// A server drops the connection of a client that sends a larger packet, failing every
     /// call in flight with `ConnectionLoss`. A call whose request (header and body) is larger
     /// than this fails alone with [`Error::RequestTooLarge`](crate::Error::RequestTooLarge)
-    /// instead, and nothing is sent.
+    /// instead, and nothing is sent. Every call is checked (`multi`, `auth` and
+    /// `closeSession` included), and the `SetWatches` packets that re-register watches after
+    /// a reconnect are cut to fit this limit too.
+    ///
+    /// If the servers' limit is lower than this (a `jute.maxbuffer` you did not tell the
+    /// client), a larger request reaches them and they drop the connection: after two such
+    /// drops in a row on the same request, identical requests fail locally with
+    /// [`Error::ServerDropsRequest`](crate::Error::ServerDropsRequest) for a while (see
+    /// [`poison_quarantine`](Self::poison_quarantine)). Setting this to the servers' value
+    /// avoids even those two drops.
     pub fn max_request_len(mut self, len: usize) -> Self {
         self.max_request_len = len;
         self

@@ -74,6 +74,10 @@ pub(crate) use sasl::{Mechanism, SaslConfig, SaslCredentials};
 /// Java's `ClientCnxn.SET_WATCHES_MAX_LENGTH`: the most bytes of paths per SetWatches packet.
 pub(crate) const SET_WATCHES_BATCH_BYTES: usize = 128 * 1024;
 
+/// Bytes of a SetWatches2 packet besides its paths: the request header, the relative zxid
+/// and the five list lengths (each path also has its own 4-byte length, counted with it).
+const SET_WATCHES_OVERHEAD: usize = REQUEST_HEADER_LEN + 8 + 5 * 4;
+
 /// Length of the password of a new session (zeros), as the Java client sends it.
 const EMPTY_PASSWORD: [u8; 16] = [0; 16];
 
@@ -203,8 +207,15 @@ pub(crate) struct Session {
 
 impl Session {
     /// A session that has never connected.
-    pub(crate) fn new(cfg: SessionConfig, now: Instant) -> Self {
+    pub(crate) fn new(mut cfg: SessionConfig, now: Instant) -> Self {
         let (read_timeout, ping_interval) = timers::connection_timers(cfg.session_timeout);
+        // SetWatches packets are sent by the session itself, never through `submit`: keep
+        // each under the server's limit too, or a server with a low `jute.maxbuffer` would
+        // drop every reconnect of a session with many watches.
+        cfg.set_watches_batch = cfg
+            .set_watches_batch
+            .min(cfg.max_request_len.saturating_sub(SET_WATCHES_OVERHEAD))
+            .max(1);
         Self {
             negotiated: cfg.session_timeout,
             cfg,

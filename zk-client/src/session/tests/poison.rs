@@ -236,3 +236,44 @@ fn sessions_sharing_a_ledger_learn_from_each_other() {
     let _rx = add_watch(&mut fresh, "/c");
     assert_eq!(sent_ops(&mut fresh), vec![OpCode::AddWatch.as_i32()]);
 }
+
+// ===== size =====
+
+#[test]
+fn every_request_and_set_watches_batch_stays_under_the_request_limit() {
+    let max = 200;
+    let mut f = Fixture::new(SessionConfig {
+        max_request_len: max,
+        ..config()
+    });
+    f.connect(0x42, false);
+    f.sent();
+    let paths: Vec<String> = (0..20).map(|i| format!("/root/node-{i:02}")).collect();
+    let mut watchers = Vec::new();
+    for (i, p) in paths.iter().enumerate() {
+        let (_r, w) = f.watch(OpCode::GetData, p, WatchKind::Data);
+        watchers.push(w);
+        f.reply(i as i32 + 1, 1, ErrorCode::Ok, b"").unwrap();
+    }
+    f.sent();
+    // A request over the limit fails alone, nothing sent.
+    let mut big = set_data(&mut f, "/root/big", max);
+    assert!(matches!(
+        answer(&mut big),
+        Some(Err(Error::RequestTooLarge { max: 200, .. }))
+    ));
+    assert!(f.sent().is_empty());
+    // On reconnect the SetWatches batches each fit the limit (header included).
+    f.disconnect(&Disconnect::Transport, f.now);
+    f.connect(0x42, false);
+    let batches: Vec<(i32, i32, Bytes)> = f.sent().iter().map(Sent::packet).collect();
+    assert!(batches.len() >= 2, "{}", batches.len());
+    for (xid, _, body) in &batches {
+        assert_eq!(*xid, special::SET_WATCHES);
+        assert!(
+            body.len() + 8 <= max,
+            "a packet of {} bytes",
+            body.len() + 8
+        );
+    }
+}

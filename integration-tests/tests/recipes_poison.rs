@@ -166,7 +166,14 @@ async fn a_lock_whose_create_is_dropped_in_a_user_loop() {
         attempts.load(std::sync::atomic::Ordering::SeqCst) - before
     );
     user.abort();
-    println!("lock outcomes: {:?}", errors.lock().unwrap());
+    let outcomes = errors.lock().unwrap().clone();
+    println!("lock outcomes: {outcomes:?}");
+    // The create of a protected queue node counts as the same request whatever its guid:
+    // the user is told.
+    assert!(
+        outcomes.contains_key("Client(ServerDropsRequest"),
+        "{outcomes:?}"
+    );
     let m3 = m.clone();
     recovered("lock", || {
         let m3 = m3.clone();

@@ -10,7 +10,8 @@
 //! **The rule.** A connection loss counts against the requests in flight that were written
 //! at most [`SUSPECT_WINDOW`] (1 s) before it: they got no reply, and neither did anything
 //! written after them (replies come in order). When the same request (a [`Fingerprint`]:
-//! opcode, server path, size within the same power of two) was such a suspect at two
+//! opcode, server path, size within the same power of two; a create's path without the
+//! protection prefix `_c_<guid>-` of its node name) was such a suspect at two
 //! connection losses in a row, at most [`PAIR_WINDOW`] (60 s) apart, it is *quarantined*:
 //! for the quarantine (60 s by default, see `ClientBuilder::poison_quarantine`) identical
 //! requests fail at once with [`Error::ServerDropsRequest`](crate::Error::ServerDropsRequest)
@@ -64,16 +65,39 @@ impl Fingerprint {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
         let size_class = usize::BITS - body.len().leading_zeros();
         let key = path_bytes(op, body).unwrap_or_else(|| &body[..body.len().min(PREFIX_BYTES)]);
+        let (head, tail) = without_protection_guid(op, key);
         for b in op
             .as_i32()
             .to_be_bytes()
             .iter()
             .chain(size_class.to_be_bytes().iter())
-            .chain(key.iter())
+            .chain(head.iter())
+            .chain(tail.iter())
         {
             h = (h ^ u64::from(*b)).wrapping_mul(PRIME);
         }
         Fingerprint(h)
+    }
+}
+
+/// Curator's protection prefix of a node name, `_c_` + a 36-character guid + `-`: locks,
+/// semaphores and elections (Curator's and zk-recipes') put a fresh guid in the name of each
+/// node they create, so without this every attempt would be a different request.
+const PROTECTION_LEN: usize = 3 + 36 + 1;
+
+/// A create's path without the protection prefix of its node name, as the two parts around
+/// it (the path unchanged, for anything else).
+fn without_protection_guid(op: OpCode, path: &[u8]) -> (&[u8], &[u8]) {
+    let creates = matches!(
+        op,
+        OpCode::Create | OpCode::Create2 | OpCode::CreateContainer | OpCode::CreateTtl
+    );
+    let name_at = path.iter().rposition(|b| *b == b'/').map_or(0, |i| i + 1);
+    match path.get(name_at..name_at + PROTECTION_LEN) {
+        Some(p) if creates && p.starts_with(b"_c_") && p.ends_with(b"-") => {
+            (&path[..name_at], &path[name_at + PROTECTION_LEN..])
+        }
+        _ => (path, &[]),
     }
 }
 
@@ -291,6 +315,46 @@ mod tests {
         let _ = Fingerprint::of(OpCode::GetData, &[0, 0, 0, 9, b'/']);
         let _ = Fingerprint::of(OpCode::GetData, &[0xff, 0xff, 0xff, 0xff]);
         let _ = Fingerprint::of(OpCode::GetData, &[]);
+    }
+
+    #[test]
+    fn a_protected_create_is_the_same_request_whatever_its_guid() {
+        let a = print(
+            OpCode::Create2,
+            "/app/lock/_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1-lock-",
+            40,
+        );
+        let b = print(
+            OpCode::Create2,
+            "/app/lock/_c_0c1d5b3e-1111-4e0c-a7b5-000000000000-lock-",
+            40,
+        );
+        assert_eq!(a, b);
+        assert_ne!(
+            a,
+            print(
+                OpCode::Create2,
+                "/app/other/_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1-lock-",
+                40
+            )
+        );
+        assert_ne!(a, print(OpCode::Create2, "/app/lock/lock-", 40));
+        // Only creates: a read of such a node keeps its name.
+        assert_ne!(
+            print(
+                OpCode::GetData,
+                "/l/_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1-x",
+                1
+            ),
+            print(
+                OpCode::GetData,
+                "/l/_c_0c1d5b3e-1111-4e0c-a7b5-000000000000-x",
+                1
+            )
+        );
+        // Short or odd names do not panic.
+        let _ = print(OpCode::Create2, "/_c_", 0);
+        let _ = print(OpCode::Create2, "_c_", 0);
     }
 
     #[test]

@@ -168,12 +168,9 @@ async fn a_lock_whose_create_is_dropped_in_a_user_loop() {
     user.abort();
     let outcomes = errors.lock().unwrap().clone();
     println!("lock outcomes: {outcomes:?}");
-    // The create of a protected queue node counts as the same request whatever its guid:
-    // the user is told.
-    assert!(
-        outcomes.contains_key("Client(ServerDropsRequest"),
-        "{outcomes:?}"
-    );
+    // Each queue node has a fresh guid in its name: never the same request twice, so only
+    // the manager's pacing bounds this (see `storm`), and the user sees the lost lock.
+    assert!(!outcomes.contains_key("acquired"), "{outcomes:?}");
     let m3 = m.clone();
     recovered("lock", || {
         let m3 = m3.clone();

@@ -218,8 +218,7 @@ impl ClientBuilder {
     /// on servers that do not resume sessions.
     ///
     /// So when the same request (same opcode and server path, a size within the same power
-    /// of two; a create's path without the `_c_<guid>-` protection prefix of lock recipes)
-    /// was in flight, written less than a second before, at two connection losses in
+    /// of two) was in flight, written less than a second before, at two connection losses in
     /// a row (at most a minute apart), identical requests fail at once for this long with
     /// [`Error::ServerDropsRequest`](crate::Error::ServerDropsRequest), and nothing is sent.
     /// The calls caught in those two losses fail with `ConnectionLoss`, as any call in

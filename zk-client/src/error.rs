@@ -76,8 +76,7 @@ pub enum Error {
     /// locally and nothing was sent.
     ///
     /// The client concluded this after the same request (same opcode, same server path, a
-    /// size within the same power of two; a create's path counts without the `_c_<guid>-`
-    /// protection prefix that lock recipes put in each node name) was in flight, written less than a second before,
+    /// size within the same power of two) was in flight, written less than a second before,
     /// at two connection losses in a row (those two calls failed with `ConnectionLoss`). A
     /// server does this to a request it does not accept: one above its `jute.maxbuffer`
     /// (ZooKeeper), an opcode it does not know (ClickHouse Keeper). Sending it again would

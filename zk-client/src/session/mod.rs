@@ -203,6 +203,8 @@ pub(crate) struct Session {
     sasl_prepared: Option<Box<dyn Mechanism>>,
     /// Requests the server drops the connection on (shared across a lineage of sessions).
     poison: PoisonLedger,
+    /// The suspect request on the wire alone (see `poison.rs`): its xid and fingerprint.
+    isolated: Option<(i32, Fingerprint)>,
 }
 
 impl Session {
@@ -245,6 +247,7 @@ impl Session {
             #[cfg(feature = "sasl")]
             sasl_prepared: None,
             poison: PoisonLedger::default(),
+            isolated: None,
         }
     }
 
@@ -431,6 +434,7 @@ impl Session {
         if self.is_connected()
             && self.waiting.is_empty()
             && self.pending.len() < self.cfg.max_outstanding
+            && self.may_transmit(req.op, &req.body, now)
         {
             self.transmit(req, now);
         } else {
@@ -481,9 +485,11 @@ impl Session {
             if req.op == OpCode::CloseSession {
                 self.closing = Some(now + self.read_timeout);
             }
+            let print = Fingerprint::of(req.op, &req.body);
+            self.note_isolated(xid, print, now);
             self.pending.push(InFlight {
                 xid,
-                print: Fingerprint::of(req.op, &req.body),
+                print,
                 op: req.op,
                 reply: req.reply,
                 watch: req.watch,
@@ -496,11 +502,19 @@ impl Session {
 
     /// Moves waiting requests onto the wire while the window has room.
     fn fill_window(&mut self, now: Instant) {
+        self.note_isolated_answered();
         while self.is_connected() && self.pending.len() < self.cfg.max_outstanding {
             if self.closing.is_some() {
                 for w in self.waiting.drain(..) {
                     self.events.reply(w.req.reply, Err(Error::Closed));
                 }
+                return;
+            }
+            let Some(w) = self.waiting.front() else {
+                return;
+            };
+            if !self.may_transmit(w.req.op, &w.req.body, now) {
+                // A request suspected of dropping the connection goes out alone.
                 return;
             }
             let Some(w) = self.waiting.pop_front() else {

@@ -57,6 +57,11 @@ impl PendingQueue {
         }
     }
 
+    /// Whether the request with this xid is still waiting for its reply.
+    pub(crate) fn contains(&self, xid: i32) -> bool {
+        self.queue.iter().any(|f| f.xid == xid)
+    }
+
     /// The entries, oldest first.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &InFlight> {
         self.queue.iter()

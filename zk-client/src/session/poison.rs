@@ -9,13 +9,16 @@
 //!
 //! **The rule.** A connection loss counts against the requests in flight that were written
 //! at most [`SUSPECT_WINDOW`] (1 s) before it: they got no reply, and neither did anything
-//! written after them (replies come in order). When the same request (a [`Fingerprint`]:
-//! opcode, server path, size within the same power of two; a create's path without the
-//! protection prefix `_c_<guid>-` of its node name) was such a suspect at two
-//! connection losses in a row, at most [`PAIR_WINDOW`] (60 s) apart, it is *quarantined*:
-//! for the quarantine (60 s by default, see `ClientBuilder::poison_quarantine`) identical
-//! requests fail at once with [`Error::ServerDropsRequest`](crate::Error::ServerDropsRequest)
-//! and nothing is sent. The two calls caught in the losses themselves got `ConnectionLoss`
+//! written after them (replies come in order). For the next [`PAIR_WINDOW`] (60 s), or until
+//! an identical request (a [`Fingerprint`]: opcode, server path, size within the same power
+//! of two) is answered, such a suspect is sent *alone*: once every earlier request is
+//! answered, and nothing goes out after it until it is. So the next loss tells which one it
+//! was: a suspect that loses its connection again while alone on the wire is *quarantined*;
+//! requests that merely rode along at the first loss (the read a lock pipelines after its
+//! create, a cache's reads before its `addWatch`) are answered and cleared instead. For the
+//! quarantine (60 s by default, see `ClientBuilder::poison_quarantine`) identical requests
+//! fail at once with [`Error::ServerDropsRequest`](crate::Error::ServerDropsRequest) and
+//! nothing is sent. The two calls caught in the losses themselves got `ConnectionLoss`
 //! (nothing is ever re-sent by the client). After the quarantine one identical request goes
 //! out again; if the connection drops on it again (within one more quarantine period), it is
 //! quarantined again at once, so a request that stays poison costs one dropped connection per
@@ -34,7 +37,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tracing::warn;
+use tracing::{debug, warn};
 use zk_proto::OpCode;
 
 use super::pending::InFlight;
@@ -65,39 +68,16 @@ impl Fingerprint {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
         let size_class = usize::BITS - body.len().leading_zeros();
         let key = path_bytes(op, body).unwrap_or_else(|| &body[..body.len().min(PREFIX_BYTES)]);
-        let (head, tail) = without_protection_guid(op, key);
         for b in op
             .as_i32()
             .to_be_bytes()
             .iter()
             .chain(size_class.to_be_bytes().iter())
-            .chain(head.iter())
-            .chain(tail.iter())
+            .chain(key.iter())
         {
             h = (h ^ u64::from(*b)).wrapping_mul(PRIME);
         }
         Fingerprint(h)
-    }
-}
-
-/// Curator's protection prefix of a node name, `_c_` + a 36-character guid + `-`: locks,
-/// semaphores and elections (Curator's and zk-recipes') put a fresh guid in the name of each
-/// node they create, so without this every attempt would be a different request.
-const PROTECTION_LEN: usize = 3 + 36 + 1;
-
-/// A create's path without the protection prefix of its node name, as the two parts around
-/// it (the path unchanged, for anything else).
-fn without_protection_guid(op: OpCode, path: &[u8]) -> (&[u8], &[u8]) {
-    let creates = matches!(
-        op,
-        OpCode::Create | OpCode::Create2 | OpCode::CreateContainer | OpCode::CreateTtl
-    );
-    let name_at = path.iter().rposition(|b| *b == b'/').map_or(0, |i| i + 1);
-    match path.get(name_at..name_at + PROTECTION_LEN) {
-        Some(p) if creates && p.starts_with(b"_c_") && p.ends_with(b"-") => {
-            (&path[..name_at], &path[name_at + PROTECTION_LEN..])
-        }
-        _ => (path, &[]),
     }
 }
 
@@ -167,6 +147,35 @@ impl PoisonLedger {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// Whether a request with this fingerprint must go out alone: in flight at the last
+    /// counted loss (less than [`PAIR_WINDOW`] ago), or remembered as poison.
+    fn suspected(&self, print: Fingerprint, now: Instant) -> bool {
+        if !self.inner.any.load(Ordering::Acquire) {
+            return false;
+        }
+        let ledger = self.lock();
+        let recent = ledger.last.as_ref().is_some_and(|(at, prints)| {
+            now.saturating_duration_since(*at) <= PAIR_WINDOW && prints.contains(&print)
+        });
+        recent || ledger.entries.iter().any(|e| e.print == print)
+    }
+
+    /// An identical request was answered: it is not poison (any more).
+    fn exonerate(&self, print: Fingerprint, now: Instant) {
+        let mut ledger = self.lock();
+        if let Some((_, prints)) = &mut ledger.last {
+            prints.retain(|p| *p != print);
+        }
+        ledger.entries.retain(|e| e.print != print || now < e.until);
+        self.update_any(&ledger);
+    }
+
+    fn update_any(&self, ledger: &Ledger) {
+        let any =
+            !ledger.entries.is_empty() || ledger.last.as_ref().is_some_and(|l| !l.1.is_empty());
+        self.inner.any.store(any, Ordering::Release);
+    }
+
     /// How long a request with this fingerprint is still refused, if it is.
     fn refused(&self, print: Fingerprint, now: Instant) -> Option<Duration> {
         if !self.inner.any.load(Ordering::Acquire) {
@@ -214,9 +223,7 @@ impl PoisonLedger {
         if !suspects.is_empty() {
             ledger.last = Some((now, suspects));
         }
-        self.inner
-            .any
-            .store(!ledger.entries.is_empty(), Ordering::Release);
+        self.update_any(&ledger);
         caught
     }
 }
@@ -244,9 +251,40 @@ impl Session {
         })
     }
 
+    /// Whether a request may be written now: a suspect (see the module docs) only when
+    /// nothing else is in flight, and nothing while a suspect is.
+    pub(super) fn may_transmit(&self, op: OpCode, body: &[u8], now: Instant) -> bool {
+        if self.isolated.is_some() {
+            return false;
+        }
+        self.pending.len() == 0 || !self.poison.suspected(Fingerprint::of(op, body), now)
+    }
+
+    /// The request `xid` was written: note it if it is a suspect, which is then alone.
+    pub(super) fn note_isolated(&mut self, xid: i32, print: Fingerprint, now: Instant) {
+        if self.poison.suspected(print, now) {
+            debug!(
+                xid,
+                "a request in flight at the last connection loss: sent alone"
+            );
+            self.isolated = Some((xid, print));
+        }
+    }
+
+    /// Called as replies free the window: a suspect that was answered is cleared.
+    pub(super) fn note_isolated_answered(&mut self) {
+        if let Some((xid, print)) = self.isolated {
+            if !self.pending.contains(xid) {
+                self.isolated = None;
+                self.poison.exonerate(print, self.last_recv);
+            }
+        }
+    }
+
     /// The connection is lost: counts the loss against the requests written right before it
     /// (see the module docs), and fails the queued requests it quarantines.
     pub(super) fn note_loss(&mut self, reason: &Disconnect, now: Instant) {
+        self.isolated = None;
         if !matches!(self.phase, Phase::Connected { .. }) {
             return;
         }
@@ -318,46 +356,6 @@ mod tests {
     }
 
     #[test]
-    fn a_protected_create_is_the_same_request_whatever_its_guid() {
-        let a = print(
-            OpCode::Create2,
-            "/app/lock/_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1-lock-",
-            40,
-        );
-        let b = print(
-            OpCode::Create2,
-            "/app/lock/_c_0c1d5b3e-1111-4e0c-a7b5-000000000000-lock-",
-            40,
-        );
-        assert_eq!(a, b);
-        assert_ne!(
-            a,
-            print(
-                OpCode::Create2,
-                "/app/other/_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1-lock-",
-                40
-            )
-        );
-        assert_ne!(a, print(OpCode::Create2, "/app/lock/lock-", 40));
-        // Only creates: a read of such a node keeps its name.
-        assert_ne!(
-            print(
-                OpCode::GetData,
-                "/l/_c_53345f98-9423-4e0c-a7b5-9f819e3ec2e1-x",
-                1
-            ),
-            print(
-                OpCode::GetData,
-                "/l/_c_0c1d5b3e-1111-4e0c-a7b5-000000000000-x",
-                1
-            )
-        );
-        // Short or odd names do not panic.
-        let _ = print(OpCode::Create2, "/_c_", 0);
-        let _ = print(OpCode::Create2, "_c_", 0);
-    }
-
-    #[test]
     fn two_losses_in_a_row_quarantine_then_the_memory_fades() {
         let ledger = PoisonLedger::new(Duration::from_secs(60));
         let t0 = Instant::now();
@@ -383,6 +381,11 @@ mod tests {
         // Forgotten two quarantines after the last drop.
         let t4 = t3 + Duration::from_secs(121);
         assert!(ledger.on_loss(t4, vec![q]).is_empty());
+        assert!(!ledger.suspected(p, t4));
+        assert!(ledger.suspected(q, t4));
+        // Answered: cleared.
+        ledger.exonerate(q, t4);
+        assert!(!ledger.suspected(q, t4));
         assert!(!ledger.inner.any.load(Ordering::Acquire));
     }
 

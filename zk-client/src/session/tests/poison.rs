@@ -277,3 +277,79 @@ fn every_request_and_set_watches_batch_stays_under_the_request_limit() {
         );
     }
 }
+
+// ===== riders =====
+
+#[test]
+fn a_request_riding_along_with_lost_creates_is_never_quarantined() {
+    // A lock: a create with a fresh name each time, and a read of the lock's node pipelined
+    // after it; the connection is lost with the create's reply, round after round.
+    let mut f = Fixture::new(config());
+    let mut held: Option<oneshot::Receiver<Result<Bytes>>> = None;
+    let mut reads_sent_alone = 0;
+    for round in 0..6u64 {
+        let now = f.at(Duration::from_secs(round));
+        f.connect(0x42, false);
+        // A read held back at the last loss goes out alone now, and is answered.
+        for sent in f.sent() {
+            let (xid, op, _) = sent.packet();
+            assert_eq!(op, OpCode::GetData.as_i32(), "round {round}");
+            reads_sent_alone += 1;
+            f.reply(xid, 1, ErrorCode::Ok, b"").unwrap();
+        }
+        if let Some(mut rx) = held.take() {
+            assert!(matches!(answer(&mut rx), Some(Ok(_))), "round {round}");
+        }
+        let create = encode(&AddWatchRequest {
+            path: format!("/lock/_c_{round}-n-"),
+            mode: 0,
+        });
+        let mut created = f.submit(OpCode::Create2, create, None);
+        let mut read = f.get_data("/lock");
+        f.sent();
+        f.disconnect(&Disconnect::Transport, now + Duration::from_millis(5));
+        assert!(matches!(
+            answer(&mut created),
+            Some(Err(Error::ConnectionLoss))
+        ));
+        match answer(&mut read) {
+            Some(Err(Error::ConnectionLoss)) => {}
+            // Suspected at the last loss: held until the create was answered.
+            None => held = Some(read),
+            other => panic!("round {round}: {other:?}"),
+        }
+    }
+    assert!(reads_sent_alone >= 2, "{reads_sent_alone}");
+}
+
+#[test]
+fn a_suspect_waits_for_earlier_requests_and_holds_later_ones() {
+    let mut f = Fixture::new(config());
+    dropped_once(&mut f, Duration::ZERO);
+    f.at(Duration::from_secs(1));
+    f.connect(0x42, false);
+    f.sent();
+    let mut before = f.get_data("/a");
+    let mut suspect = add_watch(&mut f, "/c");
+    let mut after = f.get_data("/b");
+    // One packet at a time: the earlier read, then the suspect alone, then the later read.
+    for (op, rx) in [
+        (OpCode::GetData, &mut before),
+        (OpCode::AddWatch, &mut suspect),
+        (OpCode::GetData, &mut after),
+    ] {
+        let sent = f.sent();
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        let (xid, sent_op, _) = sent[0].packet();
+        assert_eq!(sent_op, op.as_i32());
+        f.reply(xid, 1, ErrorCode::Ok, b"").unwrap();
+        assert!(matches!(answer(rx), Some(Ok(_))));
+    }
+    // Answered once: cleared, pipelined again.
+    let _a = add_watch(&mut f, "/c");
+    let _b = f.get_data("/b");
+    assert_eq!(
+        sent_ops(&mut f),
+        vec![OpCode::AddWatch.as_i32(), OpCode::GetData.as_i32()]
+    );
+}

@@ -219,7 +219,9 @@ impl ClientBuilder {
     ///
     /// So when the same request (same opcode and server path, a size within the same power
     /// of two) was in flight, written less than a second before, at two connection losses in
-    /// a row (at most a minute apart), identical requests fail at once for this long with
+    /// a row (at most a minute apart; after the first, until an identical request is
+    /// answered, such requests are sent alone, so that one merely riding along with the
+    /// culprit is cleared), identical requests fail at once for this long with
     /// [`Error::ServerDropsRequest`](crate::Error::ServerDropsRequest), and nothing is sent.
     /// The calls caught in those two losses fail with `ConnectionLoss`, as any call in
     /// flight at a loss: the client never re-sends a request by itself. After the quarantine

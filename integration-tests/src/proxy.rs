@@ -7,7 +7,8 @@
 //!
 //! Faults: [`Mode`] (pass, blackhole, refuse, delay) for traffic from now on, [`Proxy::cut`] for the
 //! connections open now, and [`Proxy::drop_next_create_reply`] for "the create happened but the
-//! client never heard of it". The proxy's tasks run on the runtime that called [`Proxy::start`]
+//! client never heard of it", and [`Proxy::drop_on`] for a request the server answers by
+//! closing the connection. The proxy's tasks run on the runtime that called [`Proxy::start`]
 //! and end when the [`Proxy`] is dropped (or that runtime ends).
 //!
 //! ```no_run
@@ -35,8 +36,14 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::probe::{op, MAX_PACKET};
+use crate::probe::MAX_PACKET;
 use crate::ZkTarget;
+use create_scan::is_create;
+pub use drop_rule::DropRule;
+use drop_rule::Dropper;
+
+mod create_scan;
+mod drop_rule;
 
 /// What the proxy does with traffic from now on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +83,10 @@ pub struct Stats {
     pub to_client: u64,
     /// Create replies dropped by [`Proxy::drop_next_create_reply`].
     pub create_replies_dropped: u64,
+    /// Connections closed on a request by the [`DropRule`] of [`Proxy::drop_on`].
+    pub requests_dropped: u64,
+    /// Connections whose `ConnectRequest` asked for a new session (session id 0).
+    pub new_sessions: u64,
 }
 
 #[derive(Debug)]
@@ -99,6 +110,7 @@ struct Shared {
     armed: AtomicU64,
     armed_total: AtomicU64,
     dropped: watch::Sender<u64>,
+    dropper: Dropper,
     cancel: CancellationToken,
 }
 
@@ -129,6 +141,7 @@ impl Proxy {
             armed: AtomicU64::new(0),
             armed_total: AtomicU64::new(0),
             dropped: watch::channel(0).0,
+            dropper: Dropper::default(),
             cancel: CancellationToken::new(),
         });
         tokio::spawn(accept_loop(Arc::clone(&shared), listener, addr));
@@ -178,6 +191,23 @@ impl Proxy {
         self.shared.armed.fetch_add(1, Ordering::SeqCst);
     }
 
+    /// From now on, closes the connection (both legs, FIN) instead of forwarding a request
+    /// that matches `rule`, as a server does with a request it does not accept; `None`
+    /// forwards everything again. Counted in [`Stats::requests_dropped`].
+    pub fn drop_on(&self, rule: Option<DropRule>) {
+        self.shared.dropper.set(rule);
+    }
+
+    /// With `true`, turns every resume `ConnectRequest` into one for a new session: the server
+    /// answers with another session id and the client's session is gone (it reports
+    /// `Expired`), as with a server that never resumes sessions (ClickHouse Keeper).
+    pub fn refuse_resume(&self, refuse: bool) {
+        self.shared
+            .dropper
+            .no_resume
+            .store(refuse, Ordering::SeqCst);
+    }
+
     /// Waits up to `limit` until every armed [`drop_next_create_reply`](Self::drop_next_create_reply)
     /// has fired; returns whether they did.
     pub async fn wait_create_reply_dropped(&self, limit: Duration) -> bool {
@@ -205,6 +235,8 @@ impl Proxy {
             to_server: s.to_server.load(Ordering::SeqCst),
             to_client: s.to_client.load(Ordering::SeqCst),
             create_replies_dropped: *s.dropped.borrow(),
+            requests_dropped: s.dropper.dropped.load(Ordering::SeqCst),
+            new_sessions: s.dropper.new_sessions.load(Ordering::SeqCst),
         }
     }
 }
@@ -421,6 +453,15 @@ async fn writer(
             () = gate(&mut mode_rx, read_at) => {}
         }
         let is_handshake = std::mem::replace(&mut first, false);
+        let packet = if dir == Dir::ToServer && is_handshake {
+            shared.dropper.note_connect(packet)
+        } else {
+            packet
+        };
+        if dir == Dir::ToServer && !is_handshake && shared.dropper.drops(&packet) {
+            ctl.cancel.cancel();
+            break true;
+        }
         if !is_handshake && inspect(&shared, &ctl, dir, &packet) == Verdict::DropAndCut {
             shared.dropped.send_modify(|n| *n += 1);
             ctl.cancel.cancel();
@@ -506,103 +547,5 @@ fn inspect(shared: &Shared, ctl: &ConnCtl, dir: Dir, packet: &Bytes) -> Verdict 
                 Verdict::Forward
             }
         }
-    }
-}
-
-fn is_create_op(op_code: i32) -> bool {
-    matches!(
-        op_code,
-        op::CREATE | op::CREATE2 | op::CREATE_CONTAINER | op::CREATE_TTL
-    )
-}
-
-/// Whether a request of `op_code` with `body` creates a node (a multi is scanned op by op).
-fn is_create(op_code: i32, body: &Bytes) -> bool {
-    if is_create_op(op_code) {
-        return true;
-    }
-    if op_code != op::MULTI {
-        return false;
-    }
-    let mut b = body.clone();
-    // MultiHeader { type: i32, done: bool, err: i32 } before each op; type -1 / done ends it.
-    for _ in 0..100_000 {
-        if b.remaining() < 9 {
-            return false;
-        }
-        let kind = b.get_i32();
-        let done = b.get_u8() != 0;
-        let _err = b.get_i32();
-        if done || kind == -1 {
-            return false;
-        }
-        if is_create_op(kind) {
-            return true;
-        }
-        let skipped = match kind {
-            op::DELETE | op::CHECK => skip_string(&mut b) && skip(&mut b, 4),
-            op::SET_DATA => skip_string(&mut b) && skip_string(&mut b) && skip(&mut b, 4),
-            _ => false, // unknown op: its length is unknown, stop looking
-        };
-        if !skipped {
-            return false;
-        }
-    }
-    false
-}
-
-fn skip(b: &mut Bytes, n: usize) -> bool {
-    if b.remaining() < n {
-        return false;
-    }
-    b.advance(n);
-    true
-}
-
-fn skip_string(b: &mut Bytes) -> bool {
-    if b.remaining() < 4 {
-        return false;
-    }
-    let len = b.get_i32();
-    len < 0 || skip(b, len as usize)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn header(kind: i32) -> Vec<u8> {
-        let mut v = kind.to_be_bytes().to_vec();
-        v.push(0);
-        v.extend((-1i32).to_be_bytes());
-        v
-    }
-
-    fn string(s: &str) -> Vec<u8> {
-        let mut v = (s.len() as i32).to_be_bytes().to_vec();
-        v.extend(s.as_bytes());
-        v
-    }
-
-    #[test]
-    fn multi_scanning_finds_a_create_after_other_ops() {
-        let mut body = header(op::CHECK);
-        body.extend(string("/a"));
-        body.extend(3i32.to_be_bytes());
-        body.extend(header(op::SET_DATA));
-        body.extend(string("/a"));
-        body.extend(string("data"));
-        body.extend((-1i32).to_be_bytes());
-        let without = Bytes::from(body.clone());
-        body.extend(header(op::CREATE));
-        body.extend(string("/a/b"));
-        assert!(is_create(op::MULTI, &Bytes::from(body)));
-        let mut end = without.to_vec();
-        end.extend((-1i32).to_be_bytes());
-        end.push(1);
-        end.extend((-1i32).to_be_bytes());
-        assert!(!is_create(op::MULTI, &Bytes::from(end)));
-        assert!(is_create(op::CREATE_TTL, &Bytes::new()));
-        assert!(!is_create(op::GET_DATA, &Bytes::new()));
     }
 }

@@ -73,6 +73,13 @@ async fn registrations_survive_expiries_deletions_and_partitions_without_duplica
             Client::builder(&format!("{}{root}", proxy.connect_string())).session_timeout(SESSION);
         let manager = SessionManager::builder(builder)
             .renew_backoff(Duration::from_millis(50), Duration::from_millis(500))
+            // Forced expiries come every few seconds here: renew fast anyway (the default
+            // pacing would wait up to 30 s after sessions that die young).
+            .renew_pacing(
+                Duration::from_millis(50),
+                Duration::from_millis(500),
+                Duration::from_secs(60),
+            )
             .renew_attempts(10_000)
             .connect()
             .await

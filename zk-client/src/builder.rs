@@ -14,6 +14,10 @@ pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default bound on requests on the wire at once (see [`ClientBuilder::max_outstanding`]).
 pub const DEFAULT_MAX_OUTSTANDING: usize = 1024;
 
+/// Default quarantine of a request the server drops the connection on (see
+/// [`ClientBuilder::poison_quarantine`]): 60 s.
+pub const DEFAULT_POISON_QUARANTINE: Duration = crate::session::poison::DEFAULT_QUARANTINE;
+
 /// Default bound on the events a [`PersistentWatcher`](crate::PersistentWatcher) holds
 /// unread (see [`ClientBuilder::watch_buffer`]).
 pub const DEFAULT_WATCH_BUFFER: usize = 4096;
@@ -76,6 +80,10 @@ pub struct ClientBuilder {
     pub(crate) request_timeout: Option<Duration>,
     pub(crate) watch_buffer: usize,
     pub(crate) resume: Option<(i64, bytes::Bytes)>,
+    pub(crate) poison_quarantine: Duration,
+    /// The poison ledger shared by every session of a `SessionManager` (`None`: each client
+    /// gets its own).
+    pub(crate) poison: Option<crate::session::poison::PoisonLedger>,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<crate::tls::TlsOptions>,
     #[cfg(feature = "sasl")]
@@ -99,6 +107,8 @@ impl ClientBuilder {
             request_timeout: None,
             watch_buffer: DEFAULT_WATCH_BUFFER,
             resume: None,
+            poison_quarantine: DEFAULT_POISON_QUARANTINE,
+            poison: None,
             #[cfg(feature = "tls")]
             tls: None,
             #[cfg(feature = "sasl")]
@@ -181,10 +191,64 @@ impl ClientBuilder {
     /// A server drops the connection of a client that sends a larger packet, failing every
     /// call in flight with `ConnectionLoss`. A call whose request (header and body) is larger
     /// than this fails alone with [`Error::RequestTooLarge`](crate::Error::RequestTooLarge)
-    /// instead, and nothing is sent.
+    /// instead, and nothing is sent. Every call is checked (`multi`, `auth` and
+    /// `closeSession` included), and the `SetWatches` packets that re-register watches after
+    /// a reconnect are cut to fit this limit too.
+    ///
+    /// If the servers' limit is lower than this (a `jute.maxbuffer` you did not tell the
+    /// client), a larger request reaches them and they drop the connection: after two such
+    /// drops in a row on the same request, identical requests fail locally with
+    /// [`Error::ServerDropsRequest`](crate::Error::ServerDropsRequest) for a while (see
+    /// [`poison_quarantine`](Self::poison_quarantine)). Setting this to the servers' value
+    /// avoids even those two drops.
     pub fn max_request_len(mut self, len: usize) -> Self {
         self.max_request_len = len;
         self
+    }
+
+    /// How long a request the server drops the connection on is refused locally (default
+    /// [`DEFAULT_POISON_QUARANTINE`], 60 s; zero turns the rule off).
+    ///
+    /// A server closes the connection, instead of answering, on a request it does not
+    /// accept: ZooKeeper on one above its `jute.maxbuffer` (see
+    /// [`max_request_len`](Self::max_request_len): set it to the servers' value and such
+    /// requests never leave), ClickHouse Keeper on an opcode it does not know. Each time,
+    /// every call in flight fails with `ConnectionLoss`, and callers that send the request
+    /// again (a cache resyncing, a lock retrying) make a reconnect storm, and a session storm
+    /// on servers that do not resume sessions.
+    ///
+    /// So when the same request (same opcode and server path, a size within the same power
+    /// of two) was in flight, written less than a second before, at two connection losses in
+    /// a row (at most a minute apart; after the first, until an identical request is
+    /// answered, such requests are sent alone, so that one merely riding along with the
+    /// culprit is cleared), identical requests fail at once for this long with
+    /// [`Error::ServerDropsRequest`](crate::Error::ServerDropsRequest), and nothing is sent.
+    /// The calls caught in those two losses fail with `ConnectionLoss`, as any call in
+    /// flight at a loss: the client never re-sends a request by itself. After the quarantine
+    /// the next identical request is sent; if the connection drops on it again, it is
+    /// quarantined again at once. A [`SessionManager`](crate::SessionManager) keeps what it
+    /// learned across its sessions.
+    ///
+    /// ```no_run
+    /// # async fn f() -> zk_client::Result<()> {
+    /// use std::time::Duration;
+    /// let client = zk_client::Client::builder("127.0.0.1:2181")
+    ///     .poison_quarantine(Duration::from_secs(10))
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn poison_quarantine(mut self, quarantine: Duration) -> Self {
+        self.poison_quarantine = quarantine;
+        self.poison = None;
+        self
+    }
+
+    /// The poison ledger for a new client: the shared one, or a new one.
+    pub(crate) fn poison_ledger(&self) -> crate::session::poison::PoisonLedger {
+        self.poison
+            .clone()
+            .unwrap_or_else(|| crate::session::poison::PoisonLedger::new(self.poison_quarantine))
     }
 
     /// Bound on how long a call on the wire waits for its reply (default: none).

@@ -45,6 +45,7 @@ async fn connect(b: ClientBuilder) -> Result<Client> {
     let (hosts, chroot) = parse_connect_string(&b.connect_string)?;
     let hosts = HostList::new(hosts);
     let mut session = Session::new(session_config(&b, hosts.len()), now());
+    session.share_poison(b.poison_ledger());
     if let Some((id, password)) = &b.resume {
         session.resume(*id, password.clone());
     }

@@ -8,7 +8,7 @@
 use std::io;
 use std::sync::Arc;
 
-use zk_proto::{DecodeError, ErrorCode};
+use zk_proto::{DecodeError, ErrorCode, OpCode};
 
 /// `Result` with the client's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -71,6 +71,35 @@ pub enum Error {
         len: usize,
         /// The configured limit.
         max: usize,
+    },
+    /// The server drops the connection whenever it receives this request, so it was refused
+    /// locally and nothing was sent.
+    ///
+    /// The client concluded this after the same request (same opcode, same server path, a
+    /// size within the same power of two) was in flight, written less than a second before,
+    /// at two connection losses in a row (those two calls failed with `ConnectionLoss`). A
+    /// server does this to a request it does not accept: one above its `jute.maxbuffer`
+    /// (ZooKeeper), an opcode it does not know (ClickHouse Keeper). Sending it again would
+    /// only cut the connection again, failing every other call in flight and, on servers that
+    /// do not resume sessions, costing a session each time.
+    ///
+    /// Identical requests fail with this error for the quarantine
+    /// ([`ClientBuilder::poison_quarantine`](crate::ClientBuilder::poison_quarantine), 60 s
+    /// by default; `retry_after` is what is left of it); the first one after it is sent
+    /// again, and one more drop quarantines it again at once. Not
+    /// [retryable](Error::is_retryable): fix the request (its size, the server's limit) or
+    /// the server.
+    #[error(
+        "the server drops the connection on {op:?} requests{}: refused locally for {retry_after:?}",
+        path.as_deref().map(|p| format!(" for {p}")).unwrap_or_default()
+    )]
+    ServerDropsRequest {
+        /// The request's opcode.
+        op: OpCode,
+        /// Its path as sent to the server (with the chroot), when the request has one.
+        path: Option<String>,
+        /// How long identical requests are still refused.
+        retry_after: std::time::Duration,
     },
     /// A [`PersistentWatcher`](crate::PersistentWatcher) was not read fast enough: `missed`
     /// events were dropped at this point of the stream (its buffer is bounded, see

@@ -233,7 +233,8 @@ mod trace;
 mod watcher;
 
 pub use builder::{
-    ClientBuilder, DEFAULT_MAX_OUTSTANDING, DEFAULT_SESSION_TIMEOUT, DEFAULT_WATCH_BUFFER,
+    ClientBuilder, DEFAULT_MAX_OUTSTANDING, DEFAULT_POISON_QUARANTINE, DEFAULT_SESSION_TIMEOUT,
+    DEFAULT_WATCH_BUFFER,
 };
 pub use bytes::Bytes;
 pub use client::{
@@ -246,7 +247,8 @@ pub use event::{AddWatchMode, Arrival, EventType, Stamped, WatchedEvent, Watcher
 pub use kerberos::KerberosOptions;
 pub use managed::{
     Generation, Generations, SessionManager, SessionManagerBuilder, DEFAULT_RENEW_ATTEMPTS,
-    DEFAULT_RENEW_BACKOFF, DEFAULT_RENEW_BACKOFF_MAX,
+    DEFAULT_RENEW_BACKOFF, DEFAULT_RENEW_BACKOFF_MAX, DEFAULT_RENEW_PACE_FIRST,
+    DEFAULT_RENEW_PACE_MAX, DEFAULT_RENEW_STABLE_AFTER,
 };
 pub use state::SessionState;
 pub use state_watcher::{Observable, Publisher, StateWatcher, Transitions, HISTORY};
@@ -254,7 +256,7 @@ pub use state_watcher::{Observable, Publisher, StateWatcher, Transitions, HISTOR
 pub use tls::TlsOptions;
 pub use watcher::{PersistentWatcher, Watcher};
 pub use zk_proto::records::{ClientInfo, CreateMode};
-pub use zk_proto::{Acl, ErrorCode, Id, Perms, Stat};
+pub use zk_proto::{Acl, ErrorCode, Id, OpCode, Perms, Stat};
 
 #[cfg(test)]
 mod tests {

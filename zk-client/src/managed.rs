@@ -24,6 +24,15 @@ pub const DEFAULT_RENEW_BACKOFF: Duration = Duration::from_millis(100);
 pub const DEFAULT_RENEW_BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// Default bound on consecutive failed renewal attempts before the manager gives up.
 pub const DEFAULT_RENEW_ATTEMPTS: u32 = 1_000;
+/// Default pause before renewing a session that died young (lived less than
+/// [`DEFAULT_RENEW_STABLE_AFTER`]); it doubles with each young death in a row.
+pub const DEFAULT_RENEW_PACE_FIRST: Duration = Duration::from_secs(1);
+/// Default ceiling of the pause before renewing when every session dies young: at most about
+/// two new sessions a minute then.
+pub const DEFAULT_RENEW_PACE_MAX: Duration = Duration::from_secs(30);
+/// Default age from which a session counts as having lived: its expiry renews after
+/// [`DEFAULT_RENEW_BACKOFF`] again, and the pacing starts over.
+pub const DEFAULT_RENEW_STABLE_AFTER: Duration = Duration::from_secs(60);
 
 /// One session of a [`SessionManager`]: its client and its generation number (1 for the
 /// first session, then +1 for each renewal), and whether the manager ended.
@@ -114,6 +123,19 @@ pub type Generations = Transitions<Generation>;
 /// [`DEFAULT_RENEW_ATTEMPTS`] consecutive failures (about 80 minutes), ending with the last
 /// error. [`SessionManager::builder`] changes these.
 ///
+/// **Pacing.** A session that expires less than [`DEFAULT_RENEW_STABLE_AFTER`] (60 s) after
+/// it was opened *died young*: something kills every new session (a server that drops the
+/// connection on a request the application keeps sending and never resumes sessions, a
+/// misconfigured ensemble), and renewing at full speed would open sessions by the hundred,
+/// each left on the servers until it expires. So the pause before renewing after a young
+/// death is [`DEFAULT_RENEW_PACE_FIRST`] (1 s), doubling with each young death in a row up
+/// to [`DEFAULT_RENEW_PACE_MAX`] (30 s), with up to 50 % jitter: at most about six sessions
+/// in the first minute of such a storm and two a minute after. A session that lived 60 s
+/// starts the pacing over. [`SessionManagerBuilder::renew_pacing`] changes these. The
+/// generations also share what their clients learned about requests the server drops the
+/// connection on (see [`ClientBuilder::poison_quarantine`]), so such a request is refused
+/// locally in a new session instead of killing it.
+///
 /// ```no_run
 /// # async fn f() -> zk_client::Result<()> {
 /// use zk_client::{Client, SessionManager};
@@ -183,6 +205,18 @@ impl SessionManagerBuilder {
         self
     }
 
+    /// The pacing of renewals when sessions die young (see [`SessionManager`], "Pacing"):
+    /// the pause before renewing after a session that lived less than `stable_after` is
+    /// `first`, doubling with each such death in a row up to `max` (with up to 50 % jitter).
+    /// Defaults [`DEFAULT_RENEW_PACE_FIRST`], [`DEFAULT_RENEW_PACE_MAX`],
+    /// [`DEFAULT_RENEW_STABLE_AFTER`]. A zero `stable_after` turns the pacing off.
+    pub fn renew_pacing(mut self, first: Duration, max: Duration, stable_after: Duration) -> Self {
+        self.backoff.pace_first = first;
+        self.backoff.pace_max = max;
+        self.backoff.stable_after = stable_after;
+        self
+    }
+
     /// How many consecutive failed renewal attempts end the manager (at least 1).
     pub fn renew_attempts(mut self, attempts: u32) -> Self {
         self.backoff.attempts = attempts;
@@ -200,14 +234,12 @@ impl SessionManagerBuilder {
     /// As [`SessionManager::connect`].
     pub async fn connect(self) -> Result<SessionManager> {
         let SessionManagerBuilder {
-            client: builder,
-            backoff:
-                Backoff {
-                    first,
-                    max,
-                    attempts,
-                },
+            client: mut builder,
+            backoff,
         } = self;
+        // Every generation shares one poison ledger: a request the server drops the
+        // connection on stays refused in the next session.
+        builder.poison = Some(builder.poison_ledger());
         let client = builder.clone().connect().await?;
         let first_gen = Generation {
             number: 1,
@@ -217,9 +249,10 @@ impl SessionManagerBuilder {
         let published = Arc::new(Publisher::new(first_gen.clone()));
         let stop = CancellationToken::new();
         let backoff = Backoff {
-            first,
-            max: max.max(first),
-            attempts: attempts.max(1),
+            max: backoff.max.max(backoff.first),
+            attempts: backoff.attempts.max(1),
+            pace_max: backoff.pace_max.max(backoff.pace_first),
+            ..backoff
         };
         // Renewals open new sessions: never resume the first one's id again.
         let mut renew_builder = builder;
@@ -243,6 +276,26 @@ struct Backoff {
     first: Duration,
     max: Duration,
     attempts: u32,
+    pace_first: Duration,
+    pace_max: Duration,
+    stable_after: Duration,
+}
+
+impl Backoff {
+    /// The pause before renewing after a session that lived `lived`, with `young` the
+    /// number of young deaths in a row before it (updated).
+    fn pause_after(&self, lived: Duration, young: &mut u32) -> Duration {
+        if self.stable_after.is_zero() || lived >= self.stable_after {
+            *young = 0;
+            return self.first;
+        }
+        let pause = self
+            .pace_first
+            .saturating_mul(1u32 << (*young).min(20))
+            .min(self.pace_max);
+        *young = young.saturating_add(1);
+        pause
+    }
 }
 
 impl SessionManager {
@@ -273,6 +326,9 @@ impl SessionManager {
                 first: DEFAULT_RENEW_BACKOFF,
                 max: DEFAULT_RENEW_BACKOFF_MAX,
                 attempts: DEFAULT_RENEW_ATTEMPTS,
+                pace_first: DEFAULT_RENEW_PACE_FIRST,
+                pace_max: DEFAULT_RENEW_PACE_MAX,
+                stable_after: DEFAULT_RENEW_STABLE_AFTER,
             },
         }
     }
@@ -337,6 +393,8 @@ async fn supervise(
     published: Arc<Publisher<Generation>>,
     stop: CancellationToken,
 ) {
+    let mut born = tokio::time::Instant::now();
+    let mut young = 0;
     let ended = loop {
         let mut states = current.client.state_watcher();
         let end = tokio::select! {
@@ -347,17 +405,29 @@ async fn supervise(
             debug!(state = ?end, "session ended for good; the manager stops");
             break end.terminal_error().unwrap_or(Error::Closed);
         }
-        debug!(
-            session = current.client.session_id(),
-            "session expired; opening a new one"
-        );
+        let pause = backoff.pause_after(born.elapsed(), &mut young);
+        if young > 0 {
+            warn!(
+                session = current.client.session_id(),
+                lived_ms = born.elapsed().as_millis() as u64,
+                young,
+                pause_ms = pause.as_millis() as u64,
+                "session died young; pacing the renewal"
+            );
+        } else {
+            debug!(
+                session = current.client.session_id(),
+                "session expired; opening a new one"
+            );
+        }
         let client = tokio::select! {
             _ = stop.cancelled() => break Error::Closed,
-            renewed = renew(&builder, backoff) => match renewed {
+            renewed = renew(&builder, backoff, pause) => match renewed {
                 Ok(client) => client,
                 Err(e) => break e,
             },
         };
+        born = tokio::time::Instant::now();
         current = Generation {
             number: current.number + 1,
             client,
@@ -376,9 +446,10 @@ async fn supervise(
     });
 }
 
-/// Connects a new session, retrying with backoff.
-async fn renew(builder: &ClientBuilder, backoff: Backoff) -> Result<Client> {
-    let mut pause = backoff.first;
+/// Connects a new session after `pause`, retrying with backoff.
+async fn renew(builder: &ClientBuilder, backoff: Backoff, pause: Duration) -> Result<Client> {
+    let mut pause = pause;
+    let max = backoff.max.max(pause);
     let mut last = Error::ConnectionLoss;
     for attempt in 0..backoff.attempts {
         tokio::time::sleep(jittered(pause)).await;
@@ -391,7 +462,7 @@ async fn renew(builder: &ClientBuilder, backoff: Backoff) -> Result<Client> {
                 last = e;
             }
         }
-        pause = (pause * 2).min(backoff.max);
+        pause = (pause * 2).min(max);
     }
     Err(last)
 }
@@ -401,4 +472,59 @@ fn jittered(pause: Duration) -> Duration {
     use rand::Rng;
     let extra = rand::thread_rng().gen_range(0.0..0.5);
     pause + pause.mul_f64(extra)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn young_deaths_pace_renewals_up_to_a_ceiling_and_a_long_life_resets() {
+        let b = SessionManager::builder(ClientBuilder::new("127.0.0.1:1")).backoff;
+        let mut young = 0;
+        let short = Duration::from_secs(2);
+        let pauses: Vec<u64> = (0..8)
+            .map(|_| b.pause_after(short, &mut young).as_secs())
+            .collect();
+        assert_eq!(pauses, [1, 2, 4, 8, 16, 30, 30, 30]);
+        // A session that lived a minute: renewed after the short backoff, pacing reset.
+        assert_eq!(
+            b.pause_after(Duration::from_secs(60), &mut young),
+            DEFAULT_RENEW_BACKOFF
+        );
+        assert_eq!(b.pause_after(short, &mut young), Duration::from_secs(1));
+        // Sessions in the first ten minutes of a storm where each dies at once: the sum of
+        // the pauses (without jitter, which only lengthens them).
+        let mut young = 0;
+        let (mut t, mut sessions) = (Duration::ZERO, 0);
+        let mut per_minute = [0u32; 10];
+        while t < Duration::from_secs(600) {
+            t += b.pause_after(Duration::ZERO, &mut young);
+            sessions += 1;
+            if let Some(m) = per_minute.get_mut((t.as_secs() / 60) as usize) {
+                *m += 1;
+            }
+        }
+        assert!(sessions <= 25, "{sessions}");
+        assert!(per_minute[0] <= 6, "{per_minute:?}");
+        assert!(per_minute[2..].iter().all(|m| *m <= 2), "{per_minute:?}");
+    }
+
+    #[test]
+    fn zero_stable_after_turns_pacing_off() {
+        let b = SessionManager::builder(ClientBuilder::new("127.0.0.1:1"))
+            .renew_pacing(
+                Duration::from_secs(1),
+                Duration::from_secs(9),
+                Duration::ZERO,
+            )
+            .backoff;
+        let mut young = 0;
+        for _ in 0..3 {
+            assert_eq!(
+                b.pause_after(Duration::ZERO, &mut young),
+                DEFAULT_RENEW_BACKOFF
+            );
+        }
+    }
 }

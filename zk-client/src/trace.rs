@@ -42,7 +42,7 @@ pub(crate) fn answered(span: &Span, err: ErrorCode, elapsed: Duration) {
 }
 
 /// Requests whose body begins with the path (jute `ustring path` first).
-fn starts_with_path(op: OpCode) -> bool {
+pub(crate) fn starts_with_path(op: OpCode) -> bool {
     use OpCode::*;
     matches!(
         op,

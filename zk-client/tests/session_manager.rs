@@ -109,3 +109,68 @@ async fn the_manager_ending_is_the_final_generation() {
     }
     assert_eq!(generations.missed(), 0);
 }
+
+/// A server that kills every session at once: each new session's connection is hung up
+/// right after the handshake, and its resume answered "expired" (as a server that never
+/// resumes sessions). Counts the new sessions it opened until `stop`.
+async fn kill_every_session(server: FakeServer, stop: std::time::Instant) -> u64 {
+    let mut sessions = 0;
+    while std::time::Instant::now() < stop {
+        let Ok(mut conn) = tokio::time::timeout(Duration::from_millis(200), server.accept()).await
+        else {
+            continue;
+        };
+        let req = conn.read_connect().await;
+        if req.session_id == 0 {
+            sessions += 1;
+            conn.send_connect(0x100 + sessions as i64, 3000, false)
+                .await;
+        } else {
+            conn.send_connect(0, 0, false).await;
+        }
+        drop(conn);
+    }
+    sessions
+}
+
+/// Sessions a manager opens in `window` against a server that kills each one at once.
+async fn sessions_in(window: Duration, pacing: bool) -> u64 {
+    let server = FakeServer::start().await;
+    let addr = server.addr();
+    let stop = std::time::Instant::now() + window;
+    let counter = tokio::spawn(kill_every_session(server, stop));
+    let mut builder =
+        SessionManager::builder(Client::builder(&addr).session_timeout(Duration::from_secs(3)))
+            .renew_backoff(Duration::from_millis(10), Duration::from_millis(100))
+            .renew_attempts(1000);
+    builder = if pacing {
+        builder.renew_pacing(
+            Duration::from_millis(100),
+            Duration::from_millis(800),
+            Duration::from_secs(10),
+        )
+    } else {
+        builder.renew_pacing(Duration::ZERO, Duration::ZERO, Duration::ZERO)
+    };
+    let manager = within("manager", builder.connect()).await.unwrap();
+    let sessions = within("server", counter).await.unwrap();
+    drop(manager);
+    sessions
+}
+
+/// Sessions that die young are renewed with a growing pause (100 ms, 200 ms, 400 ms, then
+/// 800 ms at most here; 1 s doubling to 30 s by default), not at full speed.
+#[tokio::test]
+async fn sessions_that_die_young_are_renewed_at_a_pace() {
+    let window = Duration::from_secs(4);
+    let (paced, unpaced) = tokio::join!(sessions_in(window, true), sessions_in(window, false));
+    println!("sessions in {window:?}: {paced} paced, {unpaced} without pacing");
+    // Pauses of 0.1 + 0.2 + 0.4 + 0.8 + 0.8 + 0.8 + 0.8 s (jitter only lengthens them) fit
+    // at most seven renewals after the first session.
+    assert!(paced <= 8, "{paced} sessions in {window:?}");
+    assert!(paced >= 3, "renewals go on: {paced}");
+    assert!(
+        unpaced >= 3 * paced,
+        "{unpaced} without pacing, {paced} with"
+    );
+}

@@ -34,6 +34,7 @@
 mod inbound;
 mod outbox;
 mod pending;
+pub(crate) mod poison;
 mod reap;
 #[cfg(feature = "sasl")]
 mod sasl;
@@ -60,6 +61,7 @@ use crate::state::{SessionInfo, SessionState};
 pub(crate) use outbox::Event;
 use outbox::Outbox;
 use pending::{InFlight, PendingQueue};
+use poison::{Fingerprint, PoisonLedger};
 use watches::{Route, WatchRegistry};
 use xid::XidAllocator;
 
@@ -70,6 +72,10 @@ pub(crate) use sasl::{Mechanism, SaslConfig, SaslCredentials};
 
 /// Java's `ClientCnxn.SET_WATCHES_MAX_LENGTH`: the most bytes of paths per SetWatches packet.
 pub(crate) const SET_WATCHES_BATCH_BYTES: usize = 128 * 1024;
+
+/// Bytes of a SetWatches2 packet besides its paths: the request header, the relative zxid
+/// and the five list lengths (each path also has its own 4-byte length, counted with it).
+const SET_WATCHES_OVERHEAD: usize = REQUEST_HEADER_LEN + 8 + 5 * 4;
 
 /// Length of the password of a new session (zeros), as the Java client sends it.
 const EMPTY_PASSWORD: [u8; 16] = [0; 16];
@@ -196,12 +202,23 @@ pub(crate) struct Session {
     /// The mechanism the driver prepared for the next exchange (GSSAPI).
     #[cfg(feature = "sasl")]
     sasl_prepared: Option<Box<dyn Mechanism>>,
+    /// Requests the server drops the connection on (shared across a lineage of sessions).
+    poison: PoisonLedger,
+    /// The suspect request on the wire alone (see `poison.rs`): its xid and fingerprint.
+    isolated: Option<(i32, Fingerprint)>,
 }
 
 impl Session {
     /// A session that has never connected.
-    pub(crate) fn new(cfg: SessionConfig, now: Instant) -> Self {
+    pub(crate) fn new(mut cfg: SessionConfig, now: Instant) -> Self {
         let (read_timeout, ping_interval) = timers::connection_timers(cfg.session_timeout);
+        // SetWatches packets are sent by the session itself, never through `submit`: keep
+        // each under the server's limit too, or a server with a low `jute.maxbuffer` would
+        // drop every reconnect of a session with many watches.
+        cfg.set_watches_batch = cfg
+            .set_watches_batch
+            .min(cfg.max_request_len.saturating_sub(SET_WATCHES_OVERHEAD))
+            .max(1);
         Self {
             negotiated: cfg.session_timeout,
             cfg,
@@ -230,6 +247,8 @@ impl Session {
             sasl: None,
             #[cfg(feature = "sasl")]
             sasl_prepared: None,
+            poison: PoisonLedger::default(),
+            isolated: None,
         }
     }
 
@@ -404,6 +423,11 @@ impl Session {
                 .reply(req.reply, Err(Error::RequestTooLarge { len, max }));
             return;
         }
+        // A request the server is known to drop the connection on: refuse it alone.
+        if let Some(err) = self.poison_refusal(req.op, &req.body, now) {
+            self.events.reply(req.reply, Err(err));
+            return;
+        }
         if req.op == OpCode::CloseSession && !self.is_connected() {
             debug!("closing a disconnected session locally; closing it on the server later");
             self.events.reply(req.reply, Ok(Bytes::new()));
@@ -413,6 +437,7 @@ impl Session {
         if self.is_connected()
             && self.waiting.is_empty()
             && self.pending.len() < self.cfg.max_outstanding
+            && self.may_transmit(req.op, &req.body, now)
         {
             self.transmit(req, now);
         } else {
@@ -463,8 +488,11 @@ impl Session {
             if req.op == OpCode::CloseSession {
                 self.closing = Some(now + self.read_timeout);
             }
+            let print = Fingerprint::of(req.op, &req.body);
+            self.note_isolated(xid, print, now);
             self.pending.push(InFlight {
                 xid,
+                print,
                 op: req.op,
                 reply: req.reply,
                 watch: req.watch,
@@ -477,11 +505,19 @@ impl Session {
 
     /// Moves waiting requests onto the wire while the window has room.
     fn fill_window(&mut self, now: Instant) {
+        self.note_isolated_answered();
         while self.is_connected() && self.pending.len() < self.cfg.max_outstanding {
             if self.closing.is_some() {
                 for w in self.waiting.drain(..) {
                     self.events.reply(w.req.reply, Err(Error::Closed));
                 }
+                return;
+            }
+            let Some(w) = self.waiting.front() else {
+                return;
+            };
+            if !self.may_transmit(w.req.op, &w.req.body, now) {
+                // A request suspected of dropping the connection goes out alone.
                 return;
             }
             let Some(w) = self.waiting.pop_front() else {
@@ -592,6 +628,7 @@ impl Session {
             return;
         }
         debug!(?reason, in_flight = self.pending.len(), "disconnected");
+        self.note_loss(reason, now);
         self.phase = Phase::Idle;
         self.out.clear();
         self.pending

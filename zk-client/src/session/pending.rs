@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use zk_proto::OpCode;
 
 use super::outbox::Outbox;
+use super::poison::Fingerprint;
 use crate::command::{ReplySender, WatchAction};
 use crate::error::{Error, Result};
 
@@ -16,8 +17,10 @@ pub(crate) struct InFlight {
     pub(crate) op: OpCode,
     pub(crate) reply: ReplySender,
     pub(crate) watch: Option<WatchAction>,
-    /// When it was written (for the request timeout).
+    /// When it was written (for the request timeout and the poison rule).
     pub(crate) sent: Instant,
+    /// What identifies it to the poison rule (see `poison.rs`).
+    pub(crate) print: Fingerprint,
     /// Its `zk_request` span, closed when the entry is dropped.
     pub(crate) span: tracing::Span,
 }
@@ -50,6 +53,16 @@ impl PendingQueue {
             Some(front) => Err(Some(front.xid)),
             None => Err(None),
         }
+    }
+
+    /// Whether the request with this xid is still waiting for its reply.
+    pub(crate) fn contains(&self, xid: i32) -> bool {
+        self.queue.iter().any(|f| f.xid == xid)
+    }
+
+    /// The entries, oldest first.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &InFlight> {
+        self.queue.iter()
     }
 
     /// Whether an entry will register a watch on `path`.

@@ -13,6 +13,7 @@ use super::*;
 use crate::command::{WatchKind, WatchSender};
 use crate::event::WatchedEvent;
 
+mod poison;
 #[cfg(feature = "sasl")]
 mod sasl;
 mod watch_modes;

@@ -12,8 +12,8 @@ use std::time::Duration;
 use fake_tree::{Fault, Plan, Tree, TIMEOUT_MS};
 use zk_client::{Client, SessionManager};
 use zk_proto::OpCode;
-use zk_recipes::{FairLock, Semaphore};
-use zk_recipes::{LeaderLatch, LeaderSelector, LeadershipPolicy};
+use zk_recipes::leader::{LeaderLatch, LeaderSelector, LeadershipPolicy};
+use zk_recipes::{lock::FairLock, semaphore::Semaphore};
 use zk_test_support::{within, FakeServer};
 
 const LIMIT: Duration = Duration::from_secs(10);
@@ -131,9 +131,10 @@ async fn one_node_then_none(recipe: Recipe, ahead: bool, plans: Vec<Plan>) {
             within("release", lease.release()).await.unwrap();
         }
         Recipe::Latch => {
-            let latch = LeaderLatch::start(&manager, "/election", "me", LeadershipPolicy::Standard)
-                .unwrap();
-            let led = latch.await_leadership_timeout(LIMIT).await;
+            let latch =
+                LeaderLatch::new_managed(&manager, "/election", "me", LeadershipPolicy::Standard)
+                    .unwrap();
+            let led = latch.ready_timeout(LIMIT).await;
             assert_eq!(
                 ours().len(),
                 1,
@@ -146,10 +147,10 @@ async fn one_node_then_none(recipe: Recipe, ahead: bool, plans: Vec<Plan>) {
         }
         Recipe::Selector => {
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-            let selector = LeaderSelector::builder(&manager, "/election", "me")
+            let selector = LeaderSelector::builder("/election", "me")
                 .policy(LeadershipPolicy::Standard)
                 .auto_requeue(false)
-                .start(move |_client, term| {
+                .build_managed(&manager, move |_client, term| {
                     let tx = tx.clone();
                     async move {
                         let _ = tx.send(term);

@@ -5,11 +5,11 @@ use std::time::Duration;
 use tracing::debug;
 use zk_client::{Client, CreateMode, CreateOptions};
 
-use super::bounded;
 use crate::error::{Error, Result};
-use crate::node::kernel::{
-    check_base, child_path, delete_guaranteed, gave_up, local_address, retry_after, retrying,
-    session_error, turns,
+use crate::path::{check_base, join as child_path, name as name_of};
+use crate::queue::{delete_guaranteed, local_address};
+use crate::retry::{
+    deadline_after, gave_up, retry_after, retrying, session_ended as session_error, turns, until,
 };
 
 /// Name of the node that says "everyone is in".
@@ -103,10 +103,12 @@ impl DistributedDoubleBarrier {
     }
 
     async fn enter_within(&self, timeout: Option<Duration>) -> Result<()> {
-        let entered = bounded(timeout, self.enter_inner()).await;
+        let entered = until(deadline_after(timeout), self.enter_inner()).await;
         if entered.is_err() {
             // Never leave a node behind that later entrants would count (CURATOR-80).
-            let _ = delete_guaranteed(&self.client, &self.ours).await;
+            let _ = delete_guaranteed(&self.client, &self.ours, None)
+                .await
+                .map(drop);
         }
         entered
     }
@@ -215,16 +217,20 @@ impl DistributedDoubleBarrier {
     }
 
     async fn leave_within(&self, timeout: Option<Duration>) -> Result<()> {
-        let left = bounded(timeout, self.leave_inner()).await;
-        let _ = delete_guaranteed(&self.client, &self.ours).await;
+        let left = until(deadline_after(timeout), self.leave_inner()).await;
+        let _ = delete_guaranteed(&self.client, &self.ours, None)
+            .await
+            .map(drop);
         // As Curator: whoever finishes (or gives up) removes `ready`.
-        let _ = delete_guaranteed(&self.client, &self.ready).await;
+        let _ = delete_guaranteed(&self.client, &self.ready, None)
+            .await
+            .map(drop);
         left
     }
 
     async fn leave_inner(&self) -> Result<()> {
         let client = &self.client;
-        let ours = crate::node::kernel::name_of(&self.ours).to_owned();
+        let ours = name_of(&self.ours).to_owned();
         let mut deleted = false;
         for _ in turns() {
             let mut children = match retrying(client, || client.get_children(&self.path)).await {
@@ -244,7 +250,9 @@ impl DistributedDoubleBarrier {
             }
             if children.len() == 1 {
                 if present {
-                    delete_guaranteed(client, &self.ours).await?;
+                    delete_guaranteed(client, &self.ours, None)
+                        .await
+                        .map(drop)?;
                 }
                 return Ok(());
             }
@@ -253,7 +261,9 @@ impl DistributedDoubleBarrier {
                 children.last().cloned().unwrap_or_default()
             } else {
                 if present && !deleted {
-                    delete_guaranteed(client, &self.ours).await?;
+                    delete_guaranteed(client, &self.ours, None)
+                        .await
+                        .map(drop)?;
                     deleted = true;
                 }
                 lowest

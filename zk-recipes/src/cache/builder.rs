@@ -5,9 +5,9 @@ use std::sync::Arc;
 use zk_client::{Client, SessionManager};
 
 use super::events::{CacheEvents, DEFAULT_EVENT_BUFFER};
-use super::task::Source;
 use super::Cache;
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::session::Source;
 
 /// Default number of reads a cache keeps on the wire while it loads.
 pub const DEFAULT_READ_WINDOW: usize = 1024;
@@ -48,7 +48,7 @@ impl std::fmt::Debug for Options {
 ///     .max_depth(2)
 ///     .keep_data(|path| path.matches('/').count() == 3)
 ///     .build(client)?;
-/// cache.initialized().await?;
+/// cache.ready().await?;
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
@@ -101,23 +101,7 @@ impl CacheBuilder {
     }
 
     fn check(&self) -> Result<()> {
-        let p = &self.opts.path;
-        let reason = if !p.starts_with('/') {
-            Some("must start with /")
-        } else if p.len() > 1 && p.ends_with('/') {
-            Some("must not end with /")
-        } else if p.contains("//") {
-            Some("empty segment")
-        } else {
-            None
-        };
-        match reason {
-            Some(reason) => Err(Error::InvalidPath {
-                path: p.clone(),
-                reason,
-            }),
-            None => Ok(()),
-        }
+        crate::path::check_root(&self.opts.path)
     }
 
     /// Starts the cache on `client`'s session. The cache ends (state
@@ -153,7 +137,7 @@ impl CacheBuilder {
     /// As [`build`](Self::build).
     pub fn build_managed(self, manager: &SessionManager) -> Result<Cache> {
         self.check()?;
-        Ok(Cache::start(self.opts, Source::Manager(manager.watch())).0)
+        Ok(Cache::start(self.opts, Source::Manager(manager.clone())).0)
     }
 
     /// As [`build_managed`](Self::build_managed) with a stream subscribed before the start.
@@ -166,6 +150,6 @@ impl CacheBuilder {
         manager: &SessionManager,
     ) -> Result<(Cache, CacheEvents)> {
         self.check()?;
-        Ok(Cache::start(self.opts, Source::Manager(manager.watch())))
+        Ok(Cache::start(self.opts, Source::Manager(manager.clone())))
     }
 }

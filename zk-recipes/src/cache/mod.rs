@@ -19,7 +19,7 @@
 //!
 //! # Faults and guarantees
 //!
-//! [`Cache::states`] follows the cache's [`CacheState`] with [`zk_client::Transitions`] (as a
+//! [`Cache::watch`] follows the cache's [`CacheState`] with [`zk_client::Transitions`] (as a
 //! session's state, a lock's state and leadership are followed).
 //!
 //! * **While disconnected** ([`CacheState::Disconnected`]) the snapshot stays readable but is
@@ -60,7 +60,7 @@
 //! use zk_recipes::cache::{Cache, CacheEvent};
 //!
 //! let (cache, mut events) = Cache::builder("/config").build_with_events(client)?;
-//! cache.initialized().await?;
+//! cache.ready().await?;
 //! if let Some(node) = cache.get("/config/db") {
 //!     println!("db = {:?}", node.data);
 //! }
@@ -84,10 +84,9 @@ mod task;
 mod views;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use tokio::sync::broadcast;
-use tokio_util::sync::CancellationToken;
 use zk_client::{Observable, Publisher, Transitions};
 
 pub use builder::{CacheBuilder, DEFAULT_READ_WINDOW};
@@ -95,11 +94,11 @@ pub use events::{CacheEvents, DEFAULT_EVENT_BUFFER};
 pub use node::{CacheEvent, ChildData};
 pub use views::{ChildrenCache, NodeCache};
 
+use crate::session::{Background, Source};
 use builder::Options;
 use events::Filter;
 pub(crate) use follow::Following;
 use store::Store;
-use task::Source;
 
 /// Where a cache stands with its server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -117,7 +116,7 @@ pub enum CacheState {
     Ended,
 }
 
-/// Followed with [`Cache::states`]: `Ended` is final.
+/// Followed with [`Cache::watch`]: `Ended` is final.
 impl Observable for CacheState {
     fn is_final(&self) -> bool {
         *self == CacheState::Ended
@@ -238,18 +237,6 @@ impl Shared {
     }
 }
 
-/// Stops the task when the last handle is dropped.
-struct Life {
-    cancel: CancellationToken,
-    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
-}
-
-impl Drop for Life {
-    fn drop(&mut self) {
-        self.cancel.cancel();
-    }
-}
-
 /// A cache of the subtree at a path, kept current by one persistent recursive watch
 /// (Curator's `CuratorCache`). Cheap to clone; the cache stops when the last clone is
 /// dropped or [`close`](Self::close) is called. See the [module docs](self) for the events
@@ -257,7 +244,8 @@ impl Drop for Life {
 #[derive(Clone)]
 pub struct Cache {
     shared: Arc<Shared>,
-    life: Arc<Life>,
+    /// The task; stopped when the last clone is dropped.
+    task: Arc<Background>,
 }
 
 impl std::fmt::Debug for Cache {
@@ -298,14 +286,14 @@ impl Cache {
             initialized: AtomicBool::new(false),
             pass: AtomicU32::new(0),
         });
-        let cancel = CancellationToken::new();
-        let task = tokio::spawn(task::run(shared.clone(), source, cancel.clone()));
+        let sessions = source.sessions();
+        let task = Background::spawn({
+            let shared = shared.clone();
+            |stop| task::run(shared, sessions, stop)
+        });
         let cache = Cache {
             shared,
-            life: Arc::new(Life {
-                cancel,
-                task: Mutex::new(Some(task)),
-            }),
+            task: Arc::new(task),
         };
         (cache, CacheEvents::new(rx, Filter::All))
     }
@@ -365,7 +353,7 @@ impl Cache {
     /// ```no_run
     /// # async fn f(cache: zk_recipes::cache::Cache) {
     /// use zk_recipes::cache::CacheState;
-    /// let mut states = cache.states();
+    /// let mut states = cache.watch();
     /// loop {
     ///     match states.changed().await {
     ///         CacheState::Disconnected => println!("stale until reconnected"),
@@ -375,7 +363,7 @@ impl Cache {
     /// }
     /// # }
     /// ```
-    pub fn states(&self) -> Transitions<CacheState> {
+    pub fn watch(&self) -> Transitions<CacheState> {
         self.shared.states.subscribe()
     }
 
@@ -394,7 +382,7 @@ impl Cache {
     /// # Cancel safety
     ///
     /// Cancel safe: it only watches the cache's state.
-    pub async fn initialized(&self) -> crate::Result<()> {
+    pub async fn ready(&self) -> crate::Result<()> {
         let shared = &self.shared;
         self.wait(|_| shared.is_initialized()).await
     }
@@ -403,7 +391,7 @@ impl Cache {
     ///
     /// # Errors
     ///
-    /// As [`initialized`](Self::initialized).
+    /// As [`ready`](Self::ready).
     ///
     /// # Cancel safety
     ///
@@ -412,8 +400,22 @@ impl Cache {
         self.wait(|s| s == CacheState::Synced).await
     }
 
+    /// [`ready`](Self::ready) within `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Timeout`](crate::Error::Timeout) when the first load did not complete in
+    /// time; otherwise as [`ready`](Self::ready).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub async fn ready_timeout(&self, timeout: std::time::Duration) -> crate::Result<()> {
+        crate::retry::within(timeout, self.ready()).await
+    }
+
     async fn wait(&self, done: impl Fn(CacheState) -> bool) -> crate::Result<()> {
-        let mut states = self.states();
+        let mut states = self.watch();
         let state = states.wait_for(&done).await;
         if done(state) {
             Ok(())
@@ -427,19 +429,16 @@ impl Cache {
     /// (Curator clears it unless `DO_NOT_CLEAR_ON_CLOSE`). Other clones see
     /// [`CacheState::Ended`]; their event streams end.
     ///
+    /// # Errors
+    ///
+    /// None today: a cache has nothing to undo on the server. The `Result` is the crate's
+    /// one `close` shape (see the [crate docs](crate#conventions)).
+    ///
     /// # Cancel safety
     ///
     /// The cache stops as soon as this is called; the future only waits for its task.
-    pub async fn close(&self) {
-        self.life.cancel.cancel();
-        let task = self
-            .life
-            .task
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(task) = task {
-            let _ = task.await;
-        }
+    pub async fn close(&self) -> crate::Result<()> {
+        self.task.close().await;
+        Ok(())
     }
 }

@@ -9,13 +9,14 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 use uuid::Uuid;
-use zk_client::{Client, CreateMode, CreateOptions, EventType, Generations, Stat, Watcher};
+use zk_client::{Client, CreateMode, CreateOptions, EventType, Stat, Watcher};
 
-use super::kernel::{
-    delete_guaranteed, find_own, name_of, parent_of, protected_prefix, turns, wait_connected,
-};
-use super::persistent::{Command, NodeEvent, Shared};
+use super::shared::{Command, NodeEvent, Shared};
 use crate::error::Error;
+use crate::path::{join, name as name_of, parent as parent_of};
+use crate::queue::{delete_guaranteed, Protected};
+use crate::retry::{gave_up, turns, wait_connected};
+use crate::session::{NoNext, Sessions};
 
 /// Why a step stopped.
 enum Stop {
@@ -46,15 +47,15 @@ struct Run {
     seen: Option<Bytes>,
 }
 
-/// The task: keeps the node on each generation's client until stopped.
+/// The task: keeps the node on each session's client until stopped.
 pub(crate) async fn run(
     shared: Arc<Shared>,
-    mut clients: Generations,
+    mut sessions: Sessions,
     commands: mpsc::UnboundedReceiver<Command>,
     stop: CancellationToken,
 ) {
     let mut run = Run {
-        client: clients.current().client.clone(),
+        client: sessions.client().clone(),
         shared,
         commands,
         stop,
@@ -82,16 +83,14 @@ pub(crate) async fn run(
             }
             Stop::SessionEnded => {
                 run.went_with_session();
-                let next = tokio::select! {
-                    _ = run.stop.cancelled() => break Error::Client(zk_client::Error::Closed),
-                    next = clients.changed() => next.live(),
-                };
-                match next {
-                    Ok(generation) => {
-                        debug!(path = %run.shared.base, generation = generation.number, "re-creating on a new session");
-                        run.client = generation.client;
+                // Paced: sessions that die at once are not renewed at full speed.
+                match sessions.next(&run.stop).await {
+                    Ok(client) => {
+                        debug!(path = %run.shared.base, "re-creating on a new session");
+                        run.client = client;
                     }
-                    Err(e) => break e.into(),
+                    Err(NoNext::Stopped) => break Error::Client(zk_client::Error::Closed),
+                    Err(NoNext::Ended(e)) => break e,
                 }
             }
         }
@@ -161,7 +160,7 @@ impl Run {
                 Err(stop) => return stop,
             }
         }
-        Stop::Failed(crate::node::kernel::gave_up())
+        Stop::Failed(gave_up())
     }
 
     /// Makes sure our node exists (creating, adopting or replacing).
@@ -175,7 +174,15 @@ impl Run {
                 return Ok(());
             }
         }
-        Err(Stop::Failed(crate::node::kernel::gave_up()))
+        Err(Stop::Failed(gave_up()))
+    }
+
+    /// Our protected nodes under `parent` (the guid of this node's first create).
+    fn protected(&self, parent: &str) -> Protected {
+        Protected {
+            base: parent.to_owned(),
+            guid: self.guid,
+        }
     }
 
     fn create_options(&self, mode: CreateMode) -> CreateOptions {
@@ -205,18 +212,17 @@ impl Run {
         let parent = parent_of(&self.shared.base).to_owned();
         let name = name_of(&self.shared.base);
         let path = if protected {
-            let sep = if parent == "/" { "" } else { "/" };
-            format!("{parent}{sep}{}{name}", protected_prefix(&self.guid))
+            let nodes = self.protected(&parent);
+            nodes.path_of(&nodes.name(name))
         } else {
             self.shared.base.clone()
         };
         if self.uncertain && protected {
             // An earlier create's reply was lost: look for it before creating again.
-            let found = find_own(&self.client, &parent, &self.guid).await;
+            let found = self.protected(&parent).find(&self.client).await;
             match found {
                 Ok(Some(found)) => {
-                    let sep = if parent == "/" { "" } else { "/" };
-                    let full = format!("{parent}{sep}{found}");
+                    let full = join(&parent, &found);
                     // Known by name now; the re-create path checks its owner.
                     self.actual = Some(full);
                     self.uncertain = false;
@@ -404,7 +410,7 @@ impl Run {
                 Err(e) => self.recover(e).await?,
             }
         }
-        Err(Stop::Failed(crate::node::kernel::gave_up()))
+        Err(Stop::Failed(gave_up()))
     }
 
     fn gone(&mut self, path: &str) {
@@ -433,11 +439,8 @@ impl Run {
             Some(path) => Some(path),
             None if self.uncertain && self.shared.options.protected => {
                 let parent = parent_of(&self.shared.base).to_owned();
-                match find_own(&client, &parent, &self.guid).await {
-                    Ok(Some(name)) => Some(format!(
-                        "{parent}{}{name}",
-                        if parent == "/" { "" } else { "/" }
-                    )),
+                match self.protected(&parent).find(&client).await {
+                    Ok(Some(name)) => Some(join(&parent, &name)),
                     _ => None,
                 }
             }
@@ -449,8 +452,8 @@ impl Run {
             Ok(Some(stat)) if !self.owns(&stat) => return,
             _ => {}
         }
-        match delete_guaranteed(&client, &path).await {
-            Ok(()) => debug!(%path, "persistent node deleted on close"),
+        match delete_guaranteed(&client, &path, None).await {
+            Ok(_) => debug!(%path, "persistent node deleted on close"),
             Err(e) => warn!(%path, error = %e, "could not delete the persistent node on close"),
         }
     }

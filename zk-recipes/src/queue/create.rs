@@ -20,7 +20,7 @@ use zk_client::{Client, CreateMode, CreateOptions, Stat};
 
 use super::delete::{delete_guaranteed, Released};
 use super::naming;
-use crate::error::{Error, LossReason, Result};
+use crate::error::{Error, Result};
 use crate::retry::{gave_up, retry_after, retrying, turns};
 
 /// A listing of a queue's parent taken right after our node was created.
@@ -60,7 +60,7 @@ impl Protected {
 
     /// Full path of the child `name`.
     pub(crate) fn path_of(&self, name: &str) -> String {
-        naming::child_path(&self.base, name)
+        crate::path::join(&self.base, name)
     }
 
     /// Creates the node `name` (a name from [`name`](Self::name) or another name carrying
@@ -68,7 +68,8 @@ impl Protected {
     /// the module's diagram). Returns the created node's name and stat.
     ///
     /// A found node of an ephemeral mode must be our session's: otherwise our session ended
-    /// ([`Error::LockLost`]`(SessionEnded)`; the client never moves to a new session).
+    /// (`SessionExpired`, the crate's one way to say so; the client never moves to a new
+    /// session).
     pub(crate) async fn create(
         &self,
         client: &Client,
@@ -140,7 +141,7 @@ impl Protected {
                             // session (expiry is terminal), so a different owner means our
                             // session is gone: the node is an expired session's and goes
                             // with it.
-                            Some(_) => return Err(Error::LockLost(LossReason::SessionEnded)),
+                            Some(_) => return Err(Error::Client(zk_client::Error::SessionExpired)),
                             // Deleted since the listing (by someone else): create again.
                             None => {}
                         }
@@ -203,21 +204,24 @@ pub(crate) async fn ensure_containers(client: &Client, path: &str) -> Result<()>
     }
 }
 
-/// Validates a recipe's base path: absolute, not the root, no trailing slash.
-pub(crate) fn check_base(path: &str) -> Result<String> {
-    let reason = if !path.starts_with('/') {
-        "must start with /"
-    } else if path == "/" {
-        "must not be the root"
-    } else if path.ends_with('/') {
-        "must not end with /"
-    } else {
-        return Ok(path.to_owned());
-    };
-    Err(Error::InvalidPath {
-        path: path.to_owned(),
-        reason,
-    })
+/// Creates `path` with `data` (parents as containers), retrying connection losses, and
+/// treating `NodeExists` as done: for nodes whose creation is idempotent in effect (a seed
+/// value, a barrier).
+pub(crate) async fn create_if_absent(
+    client: &Client,
+    path: &str,
+    data: &[u8],
+    mode: CreateMode,
+) -> Result<bool> {
+    let options = CreateOptions::new(mode).with_container_parents(true);
+    for _ in turns() {
+        match client.create_all(path, data, &options).await {
+            Ok(_) => return Ok(true),
+            Err(zk_client::Error::NodeExists) => return Ok(false),
+            Err(e) => retry_after(client, e).await?,
+        }
+    }
+    Err(gave_up())
 }
 
 #[cfg(test)]

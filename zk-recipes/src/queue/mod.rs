@@ -34,7 +34,7 @@ mod wait;
 
 pub(crate) use acquire::{acquire, create_node, QueueSpec};
 pub(crate) use cleanup::{detached, in_background, BoxTask, OnDrop, Orphan};
-pub(crate) use create::{check_base, ensure_containers, Protected};
+pub(crate) use create::{create_if_absent, ensure_containers, Protected};
 pub(crate) use delete::delete_guaranteed;
 pub use delete::Released;
 pub(crate) use owner::local_address;

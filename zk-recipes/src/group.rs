@@ -6,11 +6,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use zk_client::{Observable, SessionManager, Transitions};
 
-use crate::cache::{ChildData, ChildrenCache, Following};
+use crate::cache::{ChildData, ChildrenCache};
 use crate::error::Result;
 use crate::node::{NodeEvents, NodeOptions, PersistentNode};
 use crate::path::{check_base, check_segment, join as child_path};
 use crate::queue::local_address;
+use crate::session::Following;
 
 /// A member of a group, in Curator's `GroupMember` layout: an EPHEMERAL node
 /// `<membership path>/<member id>` holding the member's payload (Curator's default payload is
@@ -62,7 +63,8 @@ impl GroupMember {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidPath`] for a bad membership path; [`Error::InvalidArgument`] for an id
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) for a bad membership path;
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for an id
     /// that is empty or contains `/`. The rest happens in the background:
     /// [`ready`](Self::ready) waits for our node.
     pub async fn new_managed(
@@ -85,8 +87,11 @@ impl GroupMember {
         )?;
         let cache = ChildrenCache::new_managed(manager, &path)?;
         let members = Following::start(
-            cache.clone(),
-            |children| Members::Current(members_of(children)),
+            cache.events(),
+            {
+                let cache = cache.clone();
+                move || Members::Current(members_of(cache.children()))
+            },
             Members::Ended,
         );
         Ok(GroupMember {
@@ -146,7 +151,7 @@ impl GroupMember {
 
     /// Whether the cache has read the group once.
     pub fn is_loaded(&self) -> bool {
-        self.cache.cache().is_initialized()
+        self.cache.cache().is_ready()
     }
 
     /// Follows the cached members (ids and payloads; our own id is not added here) with

@@ -229,7 +229,7 @@ impl LockGuard {
     /// which our node was last seen: right after a reconnect it is `Suspended` until the
     /// guard has seen its node again (one `exists`, done by its monitor). The session's state
     /// is always reflected; a deletion of the node is noticed from the first time the state
-    /// is observed (this call, [`state_watcher`](Self::state_watcher), [`lost`](Self::lost) or
+    /// is observed (this call, [`watch`](Self::watch), [`lost`](Self::lost) or
     /// [`suspended_or_lost`](Self::suspended_or_lost)), which starts watching the node. A guard
     /// nobody observes costs no request beyond the acquisition and the release.
     pub fn state(&self) -> LockState {
@@ -280,7 +280,7 @@ impl LockGuard {
     ///
     /// Cancel safe (it holds no resource), but a suspension that happens while no call is
     /// pending is not reported by a later call once it is over: keep one future, or use
-    /// [`state_watcher`](Self::state_watcher), to follow a long piece of work.
+    /// [`watch`](Self::watch), to follow a long piece of work.
     pub async fn suspended_or_lost(&self) -> LockState {
         let mut transitions = self.watch();
         let now = self.hold.current();

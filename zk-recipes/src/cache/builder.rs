@@ -5,38 +5,13 @@ use std::sync::Arc;
 use zk_client::{Client, SessionManager};
 
 use super::events::{CacheEvents, DEFAULT_EVENT_BUFFER};
-use super::Cache;
+use super::handle::Cache;
+use super::options::Options;
 use crate::error::Result;
 use crate::session::Source;
 
 /// Default number of reads a cache keeps on the wire while it loads.
 pub const DEFAULT_READ_WINDOW: usize = 1024;
-
-/// Which nodes keep their data (see [`CacheBuilder::keep_data`]).
-pub(crate) type DataFilter = Arc<dyn Fn(&str) -> bool + Send + Sync>;
-
-/// The settings of a cache.
-#[derive(Clone)]
-pub(crate) struct Options {
-    pub(crate) path: String,
-    /// Levels below the root that are cached (`None`: all; `Some(0)`: the root alone).
-    pub(crate) max_depth: Option<usize>,
-    pub(crate) keep_data: Option<DataFilter>,
-    pub(crate) event_buffer: usize,
-    pub(crate) window: usize,
-}
-
-impl std::fmt::Debug for Options {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Options")
-            .field("path", &self.path)
-            .field("max_depth", &self.max_depth)
-            .field("keep_data", &self.keep_data.as_ref().map(|_| "fn"))
-            .field("event_buffer", &self.event_buffer)
-            .field("window", &self.window)
-            .finish()
-    }
-}
 
 /// Configures a [`Cache`]. Made by [`Cache::builder`].
 ///
@@ -112,7 +87,8 @@ impl CacheBuilder {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidPath`] for a path that is not absolute or ends with `/`.
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) for a path that is not absolute or
+    /// ends with `/`.
     pub fn build(self, client: Client) -> Result<Cache> {
         self.check()?;
         Ok(Cache::start(self.opts, Source::Client(client)).0)
@@ -151,5 +127,35 @@ impl CacheBuilder {
     ) -> Result<(Cache, CacheEvents)> {
         self.check()?;
         Ok(Cache::start(self.opts, Source::Manager(manager.clone())))
+    }
+}
+
+/// How a [`Cache`] is made: [`Cache::builder`] for every setting, [`Cache::new`] and
+/// [`Cache::new_managed`] for a whole subtree with data.
+impl Cache {
+    /// A builder for a cache of the subtree at `path`.
+    pub fn builder(path: &str) -> CacheBuilder {
+        CacheBuilder::new(path)
+    }
+
+    /// A cache of the whole subtree at `path`, with data, on `client`'s session (shorthand
+    /// for `Cache::builder(path).build(client)`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) for a malformed path.
+    pub fn new(client: zk_client::Client, path: &str) -> crate::Result<Cache> {
+        Cache::builder(path).build(client)
+    }
+
+    /// As [`new`](Self::new), on `manager`'s sessions (shorthand for
+    /// `Cache::builder(path).build_managed(manager)`): after an expiry the cache sets its
+    /// watch on the new session and resyncs.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) for a malformed path.
+    pub fn new_managed(manager: &SessionManager, path: &str) -> crate::Result<Cache> {
+        Cache::builder(path).build_managed(manager)
     }
 }

@@ -17,8 +17,8 @@ use tracing::{debug, warn};
 use zk_client::{AddWatchMode, Client, Error, EventType, PersistentWatcher, SessionState};
 
 use super::reads::{Kind, Op, Reads, Reply};
+use super::shared::{CacheState, Shared};
 use super::store::join;
-use super::{CacheState, Shared};
 use crate::retry::{gave_up, turns, Pacing};
 use crate::session::{NoNext, Sessions};
 

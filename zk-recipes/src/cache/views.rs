@@ -3,8 +3,10 @@
 
 use zk_client::{Client, SessionManager, Transitions};
 
-use super::events::Filter;
-use super::{Cache, CacheEvents, CacheState, ChildData};
+use super::events::{CacheEvents, Filter};
+use super::handle::Cache;
+use super::node::ChildData;
+use super::shared::CacheState;
 use crate::error::Result;
 
 /// One node's data and `Stat`, kept current (Curator's `NodeCache`, kazoo's `DataWatch`).

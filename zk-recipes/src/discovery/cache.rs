@@ -7,8 +7,9 @@ use tracing::warn;
 use zk_client::{Observable, SessionManager, Transitions};
 
 use super::instance::ServiceInstance;
-use crate::cache::{ChildData, ChildrenCache, Following};
+use crate::cache::{ChildData, ChildrenCache};
 use crate::error::Result;
+use crate::session::Following;
 
 /// A service's instances, kept up to date with a watch on `<base>/<name>` (Curator's
 /// `ServiceCache`): instances join, change and leave the cache as their nodes do, across
@@ -26,8 +27,11 @@ impl ServiceCache {
         let cache = ChildrenCache::new_managed(manager, &path)?;
         let service = path.clone();
         let instances = Following::start(
-            cache.clone(),
-            move |children| Instances::Current(parse(&service, children)),
+            cache.events(),
+            {
+                let cache = cache.clone();
+                move || Instances::Current(parse(&service, cache.children()))
+            },
             Instances::Ended,
         );
         Ok(ServiceCache {
@@ -47,9 +51,10 @@ impl ServiceCache {
         parse(&self.path, self.cache.children())
     }
 
-    /// Whether the cache has read the service once.
-    pub fn is_loaded(&self) -> bool {
-        self.cache.cache().is_initialized()
+    /// Whether the cache has read the service once ([`ready`](Self::ready) would return at
+    /// once).
+    pub fn is_ready(&self) -> bool {
+        self.cache.cache().is_ready()
     }
 
     /// Waits until the cache has read the service once.
@@ -69,7 +74,7 @@ impl ServiceCache {
     ///
     /// # Errors
     ///
-    /// [`Error::Timeout`] after `timeout`; otherwise as [`ready`](Self::ready).
+    /// [`Error::Timeout`](crate::Error::Timeout) after `timeout`; otherwise as [`ready`](Self::ready).
     ///
     /// # Cancel safety
     ///

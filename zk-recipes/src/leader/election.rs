@@ -129,7 +129,7 @@ async fn follow(ctx: &Ctx, client: &Client, ours: &str) -> Result<()> {
             continue;
         };
         // Any wake-up: list again.
-        wait_for_node(client, &crate::path::join(&ctx.base, &previous)).await?;
+        wait_for_node(client, &crate::path::join(&ctx.base, previous)).await?;
     }
     Err(gave_up())
 }
@@ -139,7 +139,7 @@ async fn follow(ctx: &Ctx, client: &Client, ours: &str) -> Result<()> {
 /// Returns `false` when our node is gone (or was another session's and is removed now),
 /// `true` to look at the queue again.
 async fn lead(ctx: &Ctx, client: &Client, ours: &str) -> Result<bool> {
-    let path = crate::path::join(&ctx.base, &ours);
+    let path = crate::path::join(&ctx.base, ours);
     let mut states = client.watch();
     let (stat, mut watcher) = match client.get_data_watch(&path).await {
         Ok((_, stat, watcher)) => (stat, watcher),

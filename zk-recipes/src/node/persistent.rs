@@ -116,7 +116,7 @@ impl PersistentNode {
     }
 
     /// Follows what happens to the node, from now on. A consumer that falls more than 256
-    /// events behind gets [`NodeEvent::Lagged`] and skips ahead.
+    /// events behind gets [`NodeEvent::Lagged`](super::NodeEvent::Lagged) and skips ahead.
     pub fn events(&self) -> NodeEvents {
         NodeEvents::new(self.shared.events.subscribe())
     }

@@ -8,14 +8,17 @@
 //!   drop.
 //! - [`Events`]: one consumer's stream of a broadcast of events, with lag reported in the
 //!   stream.
+//! - [`Following`]: a value re-read after each event and published as `Transitions`.
 //!
-//! A base room: imports only `error` and `retry`. Inside: `source`, `task` and `events`
-//! import nothing of each other.
+//! A base room: imports only `error` and `retry`. Inside: `source`, `task`, `events` and
+//! `follow` import nothing of each other.
 
 mod events;
+mod follow;
 mod source;
 mod task;
 
 pub(crate) use events::Events;
+pub(crate) use follow::Following;
 pub(crate) use source::{NoNext, Sessions, Source};
 pub(crate) use task::Background;

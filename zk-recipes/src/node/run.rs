@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 use uuid::Uuid;
@@ -15,7 +16,7 @@ use super::shared::{Command, NodeEvent, Shared};
 use crate::error::Error;
 use crate::path::{join, name as name_of, parent as parent_of};
 use crate::queue::{delete_guaranteed, Protected};
-use crate::retry::{gave_up, turns, wait_connected};
+use crate::retry::{gave_up, turns, wait_connected, Pacing, HEALTHY_AFTER};
 use crate::session::{NoNext, Sessions};
 
 /// Why a step stopped.
@@ -45,6 +46,11 @@ struct Run {
     created_once: bool,
     /// The data last seen in the node (to report changes once).
     seen: Option<Bytes>,
+    /// Paces the tries after connection losses in a row (a request the server answers by
+    /// dropping the connection is not sent again at reconnect speed).
+    pacing: Pacing,
+    /// When the last connection loss was waited out.
+    last_loss: Option<Instant>,
 }
 
 /// The task: keeps the node on each session's client until stopped.
@@ -64,6 +70,8 @@ pub(crate) async fn run(
         uncertain: false,
         created_once: false,
         seen: None,
+        pacing: Pacing::new(),
+        last_loss: None,
     };
     let ended = loop {
         match run.keep().await {
@@ -123,13 +131,23 @@ impl Run {
         }
     }
 
-    /// Turns a client error into a step outcome: a connection loss is waited out
-    /// (`Ok`: try again), a session end or close stops the step.
-    async fn recover(&self, error: zk_client::Error) -> Step<()> {
+    /// Turns a client error into a step outcome: a connection loss is waited out (`Ok`: try
+    /// again; paced when losses come in a row), a session end or close stops the step.
+    async fn recover(&mut self, error: zk_client::Error) -> Step<()> {
         if error.is_connection_loss() {
             tokio::select! {
-                _ = self.stop.cancelled() => Err(Stop::Closed),
-                r = wait_connected(&self.client) => r.map_err(|_| Stop::SessionEnded),
+                _ = self.stop.cancelled() => return Err(Stop::Closed),
+                r = wait_connected(&self.client) => r.map_err(|_| Stop::SessionEnded)?,
+            }
+            // The first loss in a while goes on at once; losses in a row back off.
+            let lived = self
+                .last_loss
+                .replace(Instant::now())
+                .map_or(HEALTHY_AFTER, |at| at.elapsed());
+            match self.pacing.wait(lived, &self.stop).await {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(Stop::Closed),
+                Err(e) => Err(Stop::Failed(e)),
             }
         } else if error.is_terminal() {
             Err(Stop::SessionEnded)

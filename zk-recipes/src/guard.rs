@@ -8,7 +8,7 @@ use zk_client::{Client, Op, OpResult, Stat, Transitions};
 use zk_proto::DecodeError;
 
 use crate::error::{Error, LossReason, Result};
-use crate::queue::{delete_guaranteed, in_background, naming, BoxTask, OnDrop, Released};
+use crate::queue::{delete_guaranteed, in_background, BoxTask, OnDrop, Released};
 use crate::state::{monitor, LockState, Published};
 
 /// Runs once when the last guard of a hold is gone: frees the local slot of the lock.
@@ -208,7 +208,7 @@ impl LockGuard {
 
     /// The lock node's name (last path segment).
     pub fn node_name(&self) -> &str {
-        naming::base_name(&self.hold.path)
+        crate::path::name(&self.hold.path)
     }
 
     /// A fencing token: the zxid that created our lock node. Every later holder of the same

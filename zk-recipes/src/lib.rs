@@ -137,7 +137,10 @@
 //!
 //! Each queue node's name carries a fresh guid (`_c_<uuid>-`). When a create's reply is lost
 //! with the connection, the lock lists the parent after the reconnect and finds its node by
-//! the guid, instead of creating a second node that would wait behind a ghost forever.
+//! the guid, instead of creating a second node that would wait behind a ghost forever. The
+//! same create serves every recipe that makes a node of its own: a protected
+//! [`PersistentNode`](node::PersistentNode) is found by its guid, a persistent node's fixed
+//! name and a double barrier member's UUID name by the name and the owner session.
 #![forbid(unsafe_code)]
 // docs.rs (`--cfg docsrs`, nightly): label items that need a Cargo feature.
 #![cfg_attr(docsrs, feature(doc_cfg))]

@@ -7,7 +7,7 @@ use zk_client::{Client, CreateMode, CreateOptions};
 
 use crate::error::{Error, Result};
 use crate::path::{check_base, join as child_path, name as name_of};
-use crate::queue::{delete_guaranteed, local_address};
+use crate::queue::{create_marked, delete_guaranteed, local_address, Mark};
 use crate::retry::{
     deadline_after, gave_up, retry_after, retrying, session_ended as session_error, turns, until,
 };
@@ -160,32 +160,22 @@ impl DistributedDoubleBarrier {
         Err(gave_up())
     }
 
-    /// Creates our member node; a lost reply is recovered by looking at the node's owner.
+    /// Creates our member node through the crate's protected create: its UUID name is ours
+    /// alone, so a lost reply is recovered by looking at the node and its owner.
     async fn create_ours(&self) -> Result<()> {
-        let client = &self.client;
         let options = CreateOptions::new(CreateMode::Ephemeral).with_container_parents(true);
-        for _ in turns() {
-            match client
-                .create_all(&self.ours, &local_address().await, &options)
-                .await
-            {
-                Ok(_) => return Ok(()),
-                // The UUID is ours alone: this member entered already.
-                Err(zk_client::Error::NodeExists) => {
-                    return Err(Error::Client(zk_client::Error::NodeExists))
-                }
-                Err(e) if e.is_connection_loss() => {
-                    retry_after(client, e).await?;
-                    if let Some(stat) = retrying(client, || client.exists(&self.ours)).await? {
-                        if stat.ephemeral_owner == client.session_id() {
-                            return Ok(());
-                        }
-                    }
-                }
-                Err(e) => retry_after(client, e).await?,
-            }
-        }
-        Err(gave_up())
+        // `NodeExists`: the UUID is ours alone, so this member entered already.
+        create_marked(
+            &self.client,
+            &self.path,
+            &self.ours,
+            &local_address().await,
+            &options,
+            Mark::Name,
+            false,
+        )
+        .await
+        .map(drop)
     }
 
     /// Leaves: returns once every member left (our node is removed in any case).

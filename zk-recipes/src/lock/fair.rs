@@ -13,7 +13,7 @@ use super::support::{local_permit, Owner};
 use crate::error::{Error, Result};
 use crate::guard::{Hold, LockGuard, ReleaseHook};
 use crate::path::check_base;
-use crate::queue::naming::{self, Intent, MUTEX_LOCK_NAME};
+use crate::queue::naming::{Intent, MUTEX_LOCK_NAME};
 use crate::queue::{acquire, participants, HandOff, Order, Participant, QueueSpec};
 use crate::retry::deadline_after;
 
@@ -326,7 +326,7 @@ impl FairLock {
             .companion
             .as_ref()
             .and_then(|w| w.current_hold())
-            .map(|h| naming::base_name(h.path()).to_owned());
+            .map(|h| crate::path::name(h.path()).to_owned());
         let Some(acquired) = acquire(
             &self.inner.client,
             &self.inner.spec,

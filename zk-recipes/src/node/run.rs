@@ -15,7 +15,7 @@ use zk_client::{Client, CreateMode, CreateOptions, EventType, Stat, Watcher};
 use super::shared::{Command, NodeEvent, Shared};
 use crate::error::Error;
 use crate::path::{join, name as name_of, parent as parent_of};
-use crate::queue::{delete_guaranteed, Protected};
+use crate::queue::{create_marked, delete_guaranteed, Mark, Protected};
 use crate::retry::{gave_up, turns, wait_connected, Pacing, HEALTHY_AFTER};
 use crate::session::{NoNext, Sessions};
 
@@ -256,34 +256,51 @@ impl Run {
         }
         let data = self.shared.data();
         let options = self.create_options(self.mode());
-        match self.client.create_all(&path, &data, &options).await {
-            Ok((created, _)) => {
+        // Our node is recognised after a lost reply by its guid (protected) or by its name
+        // and owner (a fixed name; a plain sequential name cannot be: use `protected`).
+        let mark = if protected {
+            Mark::Guid(self.guid)
+        } else {
+            Mark::Name
+        };
+        // Until the create answers, a close must look for what it may have made.
+        if protected {
+            self.uncertain = true;
+        } else if !self.mode().is_sequential() {
+            self.actual = Some(path.clone());
+        }
+        let made = tokio::select! {
+            _ = self.stop.cancelled() => return Err(Stop::Closed),
+            made = create_marked(&self.client, &parent, &path, &data, &options, mark, false) => made,
+        };
+        self.uncertain = false;
+        match made {
+            Ok(made) if made.recovered => {
+                // Found after a lost reply: known by name now; the re-create path checks
+                // its owner and data.
+                self.actual = Some(join(&parent, &made.name));
+                Ok(false)
+            }
+            Ok(made) => {
+                let created = join(&parent, &made.name);
                 debug!(path = %created, "persistent node created");
                 self.created(created, data);
                 Ok(true)
             }
-            // Not protected and not sequential: the name is fixed, so the node there may
-            // be ours (a lost reply) or someone else's; the re-create path decides.
-            Err(zk_client::Error::NodeExists) if !self.mode().is_sequential() => {
+            // A fixed name held by someone else (or our expired session): the re-create
+            // path replaces it.
+            Err(Error::Client(zk_client::Error::NodeExists)) if !self.mode().is_sequential() => {
                 self.actual = Some(path);
                 Ok(false)
             }
-            Err(e) if e.is_connection_loss() => {
-                if protected {
-                    self.uncertain = true;
-                } else if !self.mode().is_sequential() {
-                    self.actual = Some(path);
-                }
-                // (A plain sequential node cannot be found again: use `protected`.)
-                self.recover(e).await?;
-                Ok(false)
+            Err(e) if e.is_session_end() => {
+                // The create may have applied on the session that ended: a protected
+                // persistent node is looked for by its guid on the next one.
+                self.uncertain = protected;
+                Err(Stop::SessionEnded)
             }
-            Err(e) => {
-                if e.is_terminal() && protected {
-                    self.uncertain = true;
-                }
-                self.recover(e).await.map(|()| false)
-            }
+            Err(Error::Client(e)) => self.recover(e).await.map(|()| false),
+            Err(e) => Err(Stop::Failed(e)),
         }
     }
 

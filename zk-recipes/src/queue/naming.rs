@@ -238,11 +238,6 @@ pub(crate) fn all_by_guid<'a>(
         .filter(move |name| name.starts_with(&prefix))
 }
 
-/// The last segment of a path.
-pub(crate) fn base_name(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
 /// Sorts election nodes as Curator's `LeaderLatch` and `LeaderSelector` do: by the text after
 /// the last occurrence of `lock_name` (the whole name if it has none), all children kept.
 /// For nodes with a sequence suffix this is the order of [`queue`] (the suffix is fixed-width

@@ -73,7 +73,7 @@ impl Participant {
 
     /// The node's name (last path segment).
     pub fn node_name(&self) -> &str {
-        naming::base_name(&self.path)
+        crate::path::name(&self.path)
     }
 }
 

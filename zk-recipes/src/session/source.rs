@@ -122,3 +122,84 @@ impl Sessions {
         Err(NoNext::Ended(crate::retry::gave_up()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use zk_client::{Client, SessionManager};
+    use zk_test_support::{within, Conn, FakeServer};
+
+    use super::*;
+    use crate::retry::PAUSE_FIRST;
+
+    const TIMEOUT_MS: i32 = 30_000;
+
+    /// Ends the session of `conn`: the connection drops and the reconnect is told the
+    /// session expired; then the manager's next session (`id`) is accepted.
+    async fn expire_and_renew(server: &FakeServer, conn: Conn, id: i64) -> Conn {
+        drop(conn);
+        let mut again = server.accept().await;
+        let _ = again.read_connect().await;
+        again.send_connect(0, 0, false).await;
+        server.accept_session(id, TIMEOUT_MS).await.0
+    }
+
+    #[tokio::test]
+    async fn the_next_session_is_taken_after_a_paced_pause_when_sessions_die_young() {
+        let server = FakeServer::start().await;
+        let builder = Client::builder(&server.addr())
+            .session_timeout(Duration::from_millis(TIMEOUT_MS as u64));
+        let manager = tokio::spawn(SessionManager::connect(builder));
+        let (conn, _) = server.accept_session(1, TIMEOUT_MS).await;
+        let manager = within("manager", manager).await.unwrap().unwrap();
+        let mut sessions = Source::Manager(manager.clone()).sessions();
+        let stop = CancellationToken::new();
+        let mut conn = conn;
+        let mut pauses = Vec::new();
+        for id in 2..=4 {
+            conn = expire_and_renew(&server, conn, id).await;
+            // The manager's next session is up before we ask: what `next` takes is pacing.
+            let mut generations = manager.watch();
+            within("renewal", generations.wait_for(|g| g.number == id as u64)).await;
+            let asked = Instant::now();
+            let client = within("next", sessions.next(&stop)).await.unwrap();
+            pauses.push(asked.elapsed());
+            assert_eq!(client.session_id(), id, "the newest session is taken");
+        }
+        // Each session died young: pauses grow from the first one (with jitter, each at
+        // least half its base), never a spin.
+        assert!(pauses[0] >= PAUSE_FIRST / 2, "{pauses:?}");
+        assert!(pauses[1] >= PAUSE_FIRST, "{pauses:?}");
+        assert!(pauses[2] >= PAUSE_FIRST * 2, "{pauses:?}");
+        // Once the manager ended there is no next session, at once.
+        let answered = tokio::spawn(async move {
+            // The closeSession, answered.
+            if let Some(req) = conn.read_non_ping().await {
+                conn.reply(req.xid, 0, zk_proto::ErrorCode::Ok, &[]).await;
+            }
+        });
+        within("close", manager.close()).await.unwrap();
+        within("closed", answered).await.unwrap();
+        let asked = Instant::now();
+        let ended = within("ended", sessions.next(&stop)).await;
+        assert!(matches!(ended, Err(NoNext::Ended(_))), "{ended:?}");
+        assert!(
+            asked.elapsed() < PAUSE_FIRST,
+            "no pause once the manager ended"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_plain_clients_session_has_no_next_one() {
+        let server = FakeServer::start().await;
+        let (client, _conn) =
+            zk_test_support::connect_client(&server, "", 7, TIMEOUT_MS, |b| b).await;
+        let mut sessions = Source::Client(client.clone()).sessions();
+        let next = within("next", sessions.next(&CancellationToken::new())).await;
+        assert!(
+            matches!(next, Err(NoNext::Ended(Error::Client(_)))),
+            "{next:?}"
+        );
+    }
+}

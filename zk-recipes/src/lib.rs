@@ -61,20 +61,20 @@
 //!  families   lock  semaphore  leader  cache  node  group  shared  barrier  discovery  layout
 //!                         |  (each imports the base, and other families' public types)
 //!                         v
-//!  base       queue/   sequential queues: naming, protected create (guid in the name or
+//!  base       guard, state, revoke, metrics   a held queue node and what it observes
+//!             queue/   sequential queues: naming, protected create (guid in the name or
 //!                      owner session), find-own, order, wait for the node ahead,
 //!                      participants, guaranteed delete, cleanup of abandoned attempts
-//!             guard, state, revoke, metrics   a held queue node and what it observes
 //!             session/ what follows a session in the background: the session source
 //!                      (a Client, or a SessionManager's next client after an expiry,
 //!                      paced), the task lifecycle (spawn, stop, close, cancel on drop),
-//!                      the event stream with lag reporting
+//!                      the event stream with lag reporting, a value followed over events
 //!             retry    turns, the bound, waiting out a connection loss, pacing, timeouts
 //!             path     join, parent, name, checks
 //!             error
 //! ```
 //!
-//! - A base room imports only the rooms below it, never a family.
+//! - A base room imports only the rooms listed below it, never a family.
 //! - A family imports the base and other families' *public* types only (composition, as
 //!   Curator's `GroupMember` is a `PersistentNode` plus a cache): `crate::cache::ChildrenCache`,
 //!   never `crate::cache::task`.

@@ -79,7 +79,7 @@ async fn run(side: &str, addr: &str, n: usize, per: usize) -> Res<()> {
         let base = base.clone();
         match side {
             "recipe" => {
-                let lock = zk_recipes::FairLock::new(c, &base)?;
+                let lock = zk_recipes::lock::FairLock::new(c, &base)?;
                 tasks.spawn(async move {
                     for _ in 0..per {
                         let guard = lock.acquire_timeout(STEP).await?;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use integration_tests::proxy::{Mode, Proxy};
 use tokio::time::timeout;
 use zk_client::{Client, SessionManager};
-use zk_recipes::{LeaderLatch, LeadershipPolicy};
+use zk_recipes::leader::{LeaderLatch, LeadershipPolicy};
 
 use crate::scenes::{fail, first_host, Result, LIMIT};
 use crate::Target;
@@ -26,7 +26,7 @@ async fn manager(connect: &str) -> Result<SessionManager> {
 }
 
 fn latch(m: &SessionManager, id: &str) -> Result<LeaderLatch> {
-    LeaderLatch::start(m, PATH, id, LeadershipPolicy::Standard).map_err(|e| fail("latch", e))
+    LeaderLatch::new_managed(m, PATH, id, LeadershipPolicy::Standard).map_err(|e| fail("latch", e))
 }
 
 async fn ids(l: &LeaderLatch) -> Result<Vec<String>> {
@@ -53,7 +53,7 @@ pub(crate) async fn leader_failover(t: &Target) -> Result<()> {
     let proxy = Proxy::start(first_host(t).await?).await;
     let ma = manager(&format!("{}{}", proxy.connect_string(), t.root)).await?;
     let a = latch(&ma, "service-a")?;
-    let first = within("lead", a.await_leadership()).await?;
+    let first = within("lead", a.ready()).await?;
     let (mb, mc) = (
         manager(&t.connect_string()).await?,
         manager(&t.connect_string()).await?,
@@ -78,7 +78,7 @@ pub(crate) async fn leader_failover(t: &Target) -> Result<()> {
     println!(
         "   service-a: connection lost, it steps down at once (before its session can expire)"
     );
-    let next = within("failover", b.await_leadership()).await?;
+    let next = within("failover", b.ready()).await?;
     println!(
         "   service-a's session expired; service-b leads (fencing token {} > {})",
         next.fencing_token, first.fencing_token

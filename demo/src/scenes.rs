@@ -9,7 +9,10 @@ use integration_tests::proxy::{Mode, Proxy};
 use tokio::sync::{mpsc, Barrier};
 use tokio::time::{sleep, timeout, Instant};
 use zk_client::Client;
-use zk_recipes::{FairLock, LockState, LossReason, ReadWriteLock};
+use zk_recipes::{
+    lock::{FairLock, LockState, ReadWriteLock},
+    LossReason,
+};
 
 use crate::Target;
 
@@ -220,7 +223,7 @@ async fn expiry(t: &Target) -> Result<()> {
     println!("   the holder works; another worker waits (session timeout {timeout_ms} ms)");
     proxy.set_mode(Mode::Blackhole);
     println!("   network partition between the holder and ZooKeeper");
-    let mut states = guard.state_watcher();
+    let mut states = guard.watch();
     timeout(LIMIT, states.wait_for(|s| s == LockState::Suspended))
         .await
         .map_err(|e| fail("suspend", e))?;

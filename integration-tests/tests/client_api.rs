@@ -51,7 +51,7 @@ async fn wait_connected_returns_once_connected_and_times_out_while_cut_off() {
         .unwrap();
     proxy.set_mode(Mode::Refuse);
     proxy.cut(integration_tests::proxy::Cut::Reset);
-    let mut states = c.state_watcher();
+    let mut states = c.watch();
     within("disconnected", states.wait_for(|s| !s.is_connected())).await;
     assert!(matches!(
         c.wait_connected(Duration::from_millis(300)).await,
@@ -119,7 +119,7 @@ async fn the_state_watcher_is_a_stream_of_every_transition() {
         .connect()
         .await
         .unwrap();
-    let mut states = c.state_watcher();
+    let mut states = c.watch();
     proxy.cut(integration_tests::proxy::Cut::Reset);
     assert_eq!(
         within("next", states.next()).await,

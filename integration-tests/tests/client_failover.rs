@@ -51,7 +51,7 @@ async fn killing_the_server_keeps_session_ephemerals_and_watches() {
     let (_, _, data_watch) = a.get_data_watch("/w").await.unwrap();
     let (_, _, child_watch) = a.get_children_watch("/p").await.unwrap();
     let (_, exist_watch) = a.exists_watch("/born").await.unwrap();
-    let mut states = a.state_watcher();
+    let mut states = a.watch();
     let outage = std::time::Instant::now();
 
     for p in &proxies {
@@ -137,7 +137,7 @@ async fn client_fails_over_by_itself_when_its_server_dies() {
         }
     })
     .await;
-    let mut states = a.state_watcher();
+    let mut states = a.watch();
     ens.kill(on).await;
     assert_eq!(
         within("disconnect", states.changed()).await,

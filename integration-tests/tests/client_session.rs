@@ -106,7 +106,7 @@ async fn blackhole_disconnects_then_expires_with_pending_calls_failed() {
         .await
         .unwrap();
     let (_, _, watcher) = a.get_data_watch("/eph").await.unwrap();
-    let mut states = a.state_watcher();
+    let mut states = a.watch();
 
     proxy.set_mode(Mode::Blackhole);
     let in_flight = a.get_data("/eph");
@@ -159,7 +159,7 @@ async fn reconnect_keeps_session_ephemerals_and_watches() {
         .unwrap();
     let (_, _, data_watch) = a.get_data_watch("/w").await.unwrap();
     let (_, created) = a.exists_watch("/new").await.unwrap();
-    let mut states = a.state_watcher();
+    let mut states = a.watch();
 
     proxy.set_mode(Mode::Refuse);
     proxy.cut(Cut::Reset);
@@ -266,7 +266,7 @@ async fn auth_is_replayed_after_a_reconnect() {
     a.create("/private", b"p", &private).await.unwrap();
     let id = a.session_id();
     for round in 0..3 {
-        let mut states = a.state_watcher();
+        let mut states = a.watch();
         proxy.cut(Cut::Reset);
         assert_eq!(
             within("disconnect", states.changed()).await,

@@ -101,7 +101,7 @@ async fn renewal_retries_with_backoff_until_a_server_accepts_a_new_session() {
         .unwrap();
     let mut clients = m.watch();
     let old = m.client();
-    let mut states = old.state_watcher();
+    let mut states = old.watch();
     // The session expires behind a partition, and then no server accepts connections for a
     // while: every renewal attempt in that time fails.
     proxy.set_mode(Mode::Blackhole);

@@ -91,7 +91,7 @@ async fn after_a_reconnect_every_watcher_still_gets_its_events() {
 
     proxy.set_mode(Mode::Refuse);
     proxy.cut(Cut::Reset);
-    let mut states = c.state_watcher();
+    let mut states = c.watch();
     within("disconnected", states.wait_for(|s| !s.is_connected())).await;
     other.set_data("/a", b"while away", None).await.unwrap();
     proxy.set_mode(Mode::Pass);

@@ -9,7 +9,11 @@ use integration_tests::{chroot, standalone, ZkTarget};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use zk_client::SessionManager;
 use zk_client::{AddWatchMode, Client, CreateOptions};
-use zk_recipes::{FairLock, LeaderLatch, LeadershipPolicy, Semaphore};
+use zk_recipes::{
+    leader::{LeaderLatch, LeadershipPolicy},
+    lock::FairLock,
+    semaphore::Semaphore,
+};
 
 /// Metric values by `name{label=value,...}` (labels sorted).
 fn read(snapshotter: &Snapshotter) -> HashMap<String, DebugValue> {
@@ -181,15 +185,11 @@ async fn client_and_lock_metrics_move() {
             .await
             .unwrap(),
     );
-    let a = LeaderLatch::start(&ma, "/election", "a", LeadershipPolicy::Standard).unwrap();
-    a.await_leadership_timeout(Duration::from_secs(20))
-        .await
-        .unwrap();
-    let b = LeaderLatch::start(&mb, "/election", "b", LeadershipPolicy::Standard).unwrap();
+    let a = LeaderLatch::new_managed(&ma, "/election", "a", LeadershipPolicy::Standard).unwrap();
+    a.ready_timeout(Duration::from_secs(20)).await.unwrap();
+    let b = LeaderLatch::new_managed(&mb, "/election", "b", LeadershipPolicy::Standard).unwrap();
     a.close().await.unwrap();
-    b.await_leadership_timeout(Duration::from_secs(20))
-        .await
-        .unwrap();
+    b.ready_timeout(Duration::from_secs(20)).await.unwrap();
     let m = read(&snapshotter);
     assert_eq!(
         counter(

@@ -67,7 +67,7 @@ async fn load_then_events_match_the_server_with_one_server_watch() {
         .build_with_events(reader.clone())
         .unwrap();
     let (rec, _task) = Recorder::start(events);
-    tokio::time::timeout(LIMIT, cache.initialized())
+    tokio::time::timeout(LIMIT, cache.ready())
         .await
         .unwrap()
         .unwrap();
@@ -196,7 +196,7 @@ async fn load_then_events_match_the_server_with_one_server_watch() {
     assert_eq!(replay(&mut replayed, &rec.all()), Vec::<String>::new());
     assert_eq!(diff(&cache_tree(&cache), &replayed), Vec::<String>::new());
 
-    cache.close().await;
+    cache.close().await.unwrap();
     assert_eq!(cache.state(), CacheState::Ended);
     probe::wait_total_watches(server.addr(), 0, LIMIT)
         .await
@@ -216,7 +216,7 @@ async fn views_node_children_depth_and_data_filter() {
     // One node that does not exist yet.
     let node = NodeCache::new(reader.clone(), "/cfg").unwrap();
     let mut node_events = node.events();
-    tokio::time::timeout(LIMIT, node.initialized())
+    tokio::time::timeout(LIMIT, node.ready())
         .await
         .unwrap()
         .unwrap();
@@ -251,7 +251,7 @@ async fn views_node_children_depth_and_data_filter() {
     create(&writer, "/group/m1", "one").await;
     create(&writer, "/group/m2/deep", "").await;
     let group = ChildrenCache::new(reader.clone(), "/group").unwrap();
-    tokio::time::timeout(LIMIT, group.initialized())
+    tokio::time::timeout(LIMIT, group.ready())
         .await
         .unwrap()
         .unwrap();
@@ -297,7 +297,7 @@ async fn views_node_children_depth_and_data_filter() {
         .keep_data(|p| p.matches('/').count() == 3)
         .build(reader.clone())
         .unwrap();
-    tokio::time::timeout(LIMIT, tree.initialized())
+    tokio::time::timeout(LIMIT, tree.ready())
         .await
         .unwrap()
         .unwrap();
@@ -397,13 +397,13 @@ async fn reconnect_resyncs_and_reports_exactly_the_differences() {
         .build_with_events(reader.clone())
         .unwrap();
     let (rec, _task) = Recorder::start(events);
-    tokio::time::timeout(LIMIT, cache.initialized())
+    tokio::time::timeout(LIMIT, cache.ready())
         .await
         .unwrap()
         .unwrap();
 
     // Every transition of the cache's state, followed as a session's state is.
-    let mut states = cache.states();
+    let mut states = cache.watch();
     assert_eq!(states.current(), CacheState::Synced);
 
     // Cut the connection and keep it down while the writer changes the subtree.
@@ -466,7 +466,7 @@ async fn a_new_session_resyncs_through_the_session_manager() {
         .build_managed_with_events(&manager)
         .unwrap();
     let (rec, _task) = Recorder::start(events);
-    tokio::time::timeout(LIMIT, cache.initialized())
+    tokio::time::timeout(LIMIT, cache.ready())
         .await
         .unwrap()
         .unwrap();
@@ -479,7 +479,7 @@ async fn a_new_session_resyncs_through_the_session_manager() {
     expire_session(server.addr(), first.session_id(), passwd(&first))
         .await
         .unwrap();
-    let mut states = first.state_watcher();
+    let mut states = first.watch();
     proxy.set_mode(Mode::Pass);
     let end = tokio::time::timeout(LIMIT, states.wait_for(SessionState::is_terminal))
         .await

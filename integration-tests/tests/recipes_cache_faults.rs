@@ -190,7 +190,7 @@ async fn cache_equals_the_server_after_every_batch_under_faults_and_matches_cura
         .build_managed_with_events(&manager)
         .unwrap();
     let (rec, task) = Recorder::start(events);
-    timeout(LIMIT, cache.initialized()).await.unwrap().unwrap();
+    timeout(LIMIT, cache.ready()).await.unwrap().unwrap();
     // The consumer's view: the events replayed over the empty start, checked at every round.
     let mut view = Replay::new(Tree::new());
     // The round at which Curator's cache stopped following, if it did.
@@ -398,7 +398,7 @@ async fn cache_equals_the_server_after_every_batch_under_faults_and_matches_cura
     assert!(matches!(manager.client().state(), SessionState::Connected));
 
     // Every event, replayed over the empty start, gives the final snapshot.
-    cache.close().await;
+    cache.close().await.unwrap();
     timeout(LIMIT, task).await.unwrap().unwrap();
     let all = rec.all();
     assert!(!all.iter().any(|e| matches!(e, CacheEvent::Lagged(_))));

@@ -12,7 +12,7 @@ mod common;
 
 use common::interop::{contend, curator};
 use common::shared_root;
-use zk_recipes::{FairLock, HandOff, ReadWriteLock};
+use zk_recipes::lock::{FairLock, HandOff, ReadWriteLock};
 
 /// Rust locker `i`'s hand-off: both kinds of waiter share the queue with Curator's.
 fn hand_off(i: usize) -> HandOff {

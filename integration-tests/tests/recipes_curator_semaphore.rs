@@ -18,7 +18,7 @@ use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
 use tokio::time::timeout;
 use zk_client::{Client, CreateOptions};
-use zk_recipes::{FairLock, Semaphore};
+use zk_recipes::{lock::FairLock, semaphore::Semaphore};
 
 const LIMIT: Duration = Duration::from_secs(120);
 const CURATOR_JAR: &str = "/usr/share/java/curator-recipes.jar";
@@ -177,7 +177,7 @@ async fn revocation_reaches_holders_both_ways() {
     let lock = FairLock::new(client.clone(), "/locks/a").unwrap();
     let who = lock.participants().await.unwrap();
     assert_eq!(who.first().map(|p| p.path.as_str()), Some(node.as_str()));
-    assert!(zk_recipes::revoke(&client, &node).await.unwrap());
+    assert!(zk_recipes::lock::revoke(&client, &node).await.unwrap());
     assert_eq!(holder.line().await, "REVOKED");
     holder.exit().await;
     let ours = timeout(LIMIT, lock.acquire()).await.unwrap().unwrap();
@@ -202,7 +202,7 @@ async fn revocation_reaches_holders_both_ways() {
     }
     ours.release().await.unwrap();
     // A node that is gone: nothing to revoke.
-    assert!(!zk_recipes::revoke(&client, &node).await.unwrap());
+    assert!(!zk_recipes::lock::revoke(&client, &node).await.unwrap());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

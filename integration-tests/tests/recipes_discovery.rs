@@ -65,7 +65,7 @@ async fn java_reads_our_instance_field_for_field_and_follows_our_update() {
     let hosts = server.hosts(&root);
     let admin = common::connect(&hosts).await;
     let m = manager(&hosts).await;
-    let discovery = ServiceDiscovery::new(&m, BASE).unwrap();
+    let discovery = ServiceDiscovery::new_managed(&m, BASE).unwrap();
     let mut ours = web_instance("rust-1");
     discovery.register(&ours).await.unwrap();
     let (raw, stat) = admin.get_data("/services/web/rust-1").await.unwrap();
@@ -116,7 +116,7 @@ async fn a_java_instance_parses_here_and_providers_pick_among_all() {
     let root = chroot(server, "discovery_theirs").await;
     let hosts = server.hosts(&root);
     let m = manager(&hosts).await;
-    let discovery = ServiceDiscovery::new(&m, BASE).unwrap();
+    let discovery = ServiceDiscovery::new_managed(&m, BASE).unwrap();
     let mut java = JavaPeer::start(JAVA, &[&hosts, BASE], true).await;
     let before = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -194,7 +194,7 @@ async fn a_java_instance_parses_here_and_providers_pick_among_all() {
         (round.all_instances().len() == 1).then_some(())
     })
     .await;
-    let mut changes = round.cache().changes();
+    let mut changes = round.cache().watch();
     java.close().await;
     within("java gone from the cache", async {
         loop {
@@ -218,7 +218,7 @@ async fn a_dynamic_instance_is_registered_again_after_an_expiry_and_static_ones_
     let hosts = server.hosts(&root);
     let admin = common::connect(&hosts).await;
     let m = manager(&hosts).await;
-    let discovery = ServiceDiscovery::new(&m, BASE).unwrap();
+    let discovery = ServiceDiscovery::new_managed(&m, BASE).unwrap();
     let ours = web_instance("rust-1");
     discovery.register(&ours).await.unwrap();
     let mut stat_ours = ServiceInstance::new("db", "10.0.0.1", 5432);
@@ -273,7 +273,7 @@ async fn registrant_child() {
     let hosts = std::env::var("ZK_REGISTRANT_HOSTS").expect("ZK_REGISTRANT_HOSTS");
     let id = std::env::var("ZK_REGISTRANT_ID").expect("ZK_REGISTRANT_ID");
     let m = manager(&hosts).await;
-    let discovery = ServiceDiscovery::new(&m, BASE).unwrap();
+    let discovery = ServiceDiscovery::new_managed(&m, BASE).unwrap();
     discovery.register(&web_instance(&id)).await.unwrap();
     println!("REGISTERED");
     tokio::time::sleep(Duration::from_secs(120)).await;

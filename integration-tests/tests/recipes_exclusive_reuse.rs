@@ -14,7 +14,10 @@ use integration_tests::proxy::{Cut, Mode, Proxy};
 use integration_tests::{standalone, ZkTarget};
 use tokio::time::timeout;
 use zk_client::{Op, SessionState};
-use zk_recipes::{ExclusiveLock, LockState, LossReason};
+use zk_recipes::{
+    lock::{ExclusiveLock, LockState},
+    LossReason,
+};
 
 const LIMIT: Duration = Duration::from_secs(20);
 const PATH: &str = "/locks/ex";

@@ -13,7 +13,10 @@ use integration_tests::proxy::{Mode, Proxy};
 use integration_tests::{chroot, ensemble, expire_session, probe, standalone, ZkTarget};
 use tokio::time::{timeout, Instant};
 use zk_client::{Client, Op, SessionState};
-use zk_recipes::{FairLock, LockState, LossReason, ReadWriteLock};
+use zk_recipes::{
+    lock::{FairLock, LockState, ReadWriteLock},
+    LossReason,
+};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -255,7 +258,7 @@ async fn lock_survives_failover_of_the_holders_server() {
     // Record the lock states the holder is told. The channel keeps only the latest value,
     // but it notifies only on a real change: any notification after `Held` means a
     // `Suspended` was published, even if `Held` was back before the recorder looked.
-    let mut lock_states = guard.state_watcher();
+    let mut lock_states = guard.watch();
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let log = seen.clone();
     let recorder = tokio::spawn(async move {
@@ -267,7 +270,7 @@ async fn lock_survives_failover_of_the_holders_server() {
             }
         }
     });
-    let mut client_states = holder.state_watcher();
+    let mut client_states = holder.watch();
     let victim = member_of(&ens, session).await;
     ens.kill(victim).await;
     timeout(

@@ -58,20 +58,20 @@ async fn rust_and_curator_members_list_each_other_with_payloads() {
     let admin = common::connect(&hosts).await;
 
     let m1 = manager(&hosts).await;
-    let rust1 = GroupMember::start(&m1, GROUP, "rust-1", Some(b"r1"))
+    let rust1 = GroupMember::new_managed(&m1, GROUP, "rust-1", Some(b"r1"))
         .await
         .unwrap();
     assert_eq!(
-        rust1.joined_timeout(WAIT).await.unwrap(),
+        rust1.ready_timeout(WAIT).await.unwrap(),
         format!("{GROUP}/rust-1")
     );
     let mut java =
         JavaPeer::start("CuratorGroup.java", &[&hosts, GROUP, "java-1", "j1"], false).await;
     let m2 = manager(&hosts).await;
-    let rust2 = GroupMember::start(&m2, GROUP, "rust-2", Some(b"r2"))
+    let rust2 = GroupMember::new_managed(&m2, GROUP, "rust-2", Some(b"r2"))
         .await
         .unwrap();
-    rust2.joined_timeout(WAIT).await.unwrap();
+    rust2.ready_timeout(WAIT).await.unwrap();
 
     let all = "java-1=j1,rust-1=r1,rust-2=r2";
     java_members(&mut java, all).await;
@@ -118,7 +118,7 @@ async fn rust_and_curator_members_list_each_other_with_payloads() {
     rust_members(&rust2, left).await;
     java.close().await;
     rust_members(&rust2, "rust-2=r2").await;
-    let mut changes = rust2.watch_members();
+    let mut changes = rust2.watch();
     rust2.close().await.unwrap();
     assert!(
         within("watcher ends", async {
@@ -139,15 +139,19 @@ async fn rust_and_curator_members_list_each_other_with_payloads() {
 async fn the_default_payload_is_curators_local_address_text() {
     let hosts = common::shared_root("group_default").await;
     let m = manager(&hosts).await;
-    let member = GroupMember::start(&m, GROUP, "me", None).await.unwrap();
-    member.joined_timeout(WAIT).await.unwrap();
+    let member = GroupMember::new_managed(&m, GROUP, "me", None)
+        .await
+        .unwrap();
+    member.ready_timeout(WAIT).await.unwrap();
     let payload = member.current_members().remove("me").unwrap();
     let text = std::str::from_utf8(&payload).expect("text");
     assert!(
         text.is_empty() || text.parse::<std::net::IpAddr>().is_ok(),
         "{text}"
     );
-    assert!(GroupMember::start(&m, GROUP, "a/b", None).await.is_err());
+    assert!(GroupMember::new_managed(&m, GROUP, "a/b", None)
+        .await
+        .is_err());
     member.close().await.unwrap();
     m.close().await.unwrap();
 }

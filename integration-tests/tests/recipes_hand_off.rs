@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::{sleep, timeout, Instant};
 use zk_client::Client;
-use zk_recipes::{FairLock, HandOff, LockGuard, ReadWriteLock};
+use zk_recipes::lock::{FairLock, HandOff, LockGuard, ReadWriteLock};
 
 const LIMIT: Duration = Duration::from_secs(30);
 

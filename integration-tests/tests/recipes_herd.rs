@@ -15,7 +15,7 @@ use integration_tests::{chroot, fresh_standalone, ZkTarget};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::time::{timeout, Instant};
 use zk_client::Client;
-use zk_recipes::{FairLock, ReadWriteLock};
+use zk_recipes::lock::{FairLock, ReadWriteLock};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -159,7 +159,7 @@ async fn an_observed_holder_still_wakes_only_the_next_waiter() {
     let holder = FairLock::new(connect(&hosts).await, "/herd-observed").unwrap();
     let guard = holder.acquire().await.unwrap();
     // Observing the guard makes it watch its own node (to notice a deletion) ...
-    assert_eq!(guard.state(), zk_recipes::LockState::Held);
+    assert_eq!(guard.state(), zk_recipes::lock::LockState::Held);
     let go = Arc::new(Semaphore::new(0));
     let mut acquired = queue_waiters(
         &hosts,

@@ -9,7 +9,7 @@ mod common;
 
 use common::interop::{contend, kazoo};
 use common::shared_root;
-use zk_recipes::FairLock;
+use zk_recipes::lock::FairLock;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fair_lock_and_kazoo_lock_exclude_each_other() {

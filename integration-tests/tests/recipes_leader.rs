@@ -15,7 +15,7 @@ use leader_common::{
     join, leaders, leads, manager, participant_ids, wait_nodes, within, TermLog, LIMIT,
 };
 use zk_client::{Client, CreateOptions, SessionManager, SessionState};
-use zk_recipes::{LeaderLatch, Leadership, LeadershipPolicy};
+use zk_recipes::leader::{LeaderLatch, Leadership, LeadershipPolicy};
 
 const PATH: &str = "/election/latch";
 
@@ -130,8 +130,8 @@ async fn standard_policy_steps_down_on_a_short_disconnect_session_policy_does_no
         let m = manager(&format!("{}{root}", proxy.connect_string())).await;
         let log = TermLog::default();
         let latch = join(&log, &m, path, "x", policy);
-        let first = within("lead", latch.await_leadership()).await.unwrap();
-        let mut states = m.client().state_watcher();
+        let first = within("lead", latch.ready()).await.unwrap();
+        let mut states = m.client().watch();
         proxy.cut(Cut::Reset);
         within(
             "disconnect",
@@ -143,9 +143,7 @@ async fn standard_policy_steps_down_on_a_short_disconnect_session_policy_does_no
             states.wait_for(|s| s == SessionState::Connected),
         )
         .await;
-        let again = within("lead again", latch.await_leadership())
-            .await
-            .unwrap();
+        let again = within("lead again", latch.ready()).await.unwrap();
         // Same node, same token either way: nobody else could lead while it was first.
         assert_eq!(again.fencing_token, first.fencing_token);
         assert_eq!(again.node, first.node);
@@ -223,7 +221,7 @@ async fn a_lost_create_reply_is_found_again_by_its_guid_and_leaves_no_ghost() {
         proxy.wait_create_reply_dropped(LIMIT).await,
         "the proxy never dropped the create reply"
     );
-    let term = within("lead", latch.await_leadership()).await.unwrap();
+    let term = within("lead", latch.ready()).await.unwrap();
     assert_eq!(m.client().session_id(), session, "the same session");
     let nodes = wait_nodes(&admin, PATH, 1).await;
     assert_eq!(

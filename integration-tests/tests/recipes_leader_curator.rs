@@ -12,7 +12,7 @@ use integration_tests::{chroot, standalone, ZkTarget};
 use leader_common::{join, leads, manager, participant_ids, wait_nodes, within, TermLog};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-use zk_recipes::LeadershipPolicy;
+use zk_recipes::leader::LeadershipPolicy;
 
 const CURATOR_JAR: &str = "/usr/share/java/curator-recipes.jar";
 const SLF4J_NOP: &str = "/usr/share/java/slf4j-nop.jar";
@@ -142,7 +142,7 @@ async fn rust_and_curator_selectors_take_turns_and_curator_lists_ours() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     use zk_client::CreateOptions;
-    use zk_recipes::LeaderSelector;
+    use zk_recipes::leader::LeaderSelector;
 
     const ROUNDS: usize = 6;
     let server = standalone().await;
@@ -155,10 +155,10 @@ async fn rust_and_curator_selectors_take_turns_and_curator_lists_ours() {
     for id in ["rust-1", "rust-2"] {
         let m = manager(&hosts).await;
         let (violations, rust_rounds) = (violations.clone(), rust_rounds.clone());
-        let s = LeaderSelector::builder(&m, path, id)
+        let s = LeaderSelector::builder(path, id)
             .policy(LeadershipPolicy::Standard)
             .auto_requeue(true)
-            .start(move |client, _term| {
+            .build_managed(&m, move |client, _term| {
                 let (violations, rust_rounds) = (violations.clone(), rust_rounds.clone());
                 async move {
                     // The same critical section as the Java side.

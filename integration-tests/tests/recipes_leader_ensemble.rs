@@ -8,7 +8,7 @@ mod leader_common;
 
 use integration_tests::{chroot, ensemble};
 use leader_common::{join, leaders, leads, manager, participant_ids, wait_nodes, within, TermLog};
-use zk_recipes::LeadershipPolicy;
+use zk_recipes::leader::LeadershipPolicy;
 
 const PATH: &str = "/election/failover";
 

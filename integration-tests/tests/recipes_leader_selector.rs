@@ -12,7 +12,7 @@ use integration_tests::proxy::{Mode, Proxy};
 use integration_tests::{chroot, standalone, ZkTarget};
 use leader_common::{manager, participant_ids, within, LIMIT};
 use tokio::time::Instant;
-use zk_recipes::{LeaderSelector, LeadershipPolicy};
+use zk_recipes::leader::{LeaderSelector, LeadershipPolicy};
 
 /// Work intervals: (who, token, start, end).
 type Log = Arc<Mutex<Vec<(String, i64, Instant, Option<Instant>)>>>;
@@ -53,10 +53,10 @@ async fn works_take_turns_and_requeue_without_overlap() {
     for who in ["a", "b", "c"] {
         let m = manager(&hosts).await;
         let log = log.clone();
-        let s = LeaderSelector::builder(&m, "/election/selector", who)
+        let s = LeaderSelector::builder("/election/selector", who)
             .policy(LeadershipPolicy::Standard)
             .auto_requeue(true)
-            .start(move |_client, term| {
+            .build_managed(&m, move |_client, term| {
                 let interval = begin(&log, who, term.fencing_token);
                 async move {
                     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -95,10 +95,10 @@ async fn work_is_dropped_when_leadership_is_lost_and_without_requeue_the_selecto
     let path = "/election/loss";
     let ma = manager(&format!("{}{root}", proxy.connect_string())).await;
     let la = log.clone();
-    let a = LeaderSelector::builder(&ma, path, "a")
+    let a = LeaderSelector::builder(path, "a")
         .policy(LeadershipPolicy::Standard)
         .auto_requeue(false)
-        .start(move |_, t| {
+        .build_managed(&ma, move |_, t| {
             let interval = begin(&la, "a", t.fencing_token);
             async move {
                 std::future::pending::<()>().await;
@@ -109,10 +109,10 @@ async fn work_is_dropped_when_leadership_is_lost_and_without_requeue_the_selecto
     within("a leads", a.watch().wait_for(|s| s.is_leader())).await;
     let mb = manager(&hosts).await;
     let lb = log.clone();
-    let b = LeaderSelector::builder(&mb, path, "b")
+    let b = LeaderSelector::builder(path, "b")
         .policy(LeadershipPolicy::Standard)
         .auto_requeue(false)
-        .start(move |_, t| {
+        .build_managed(&mb, move |_, t| {
             let interval = begin(&lb, "b", t.fencing_token);
             async move {
                 tokio::time::sleep(Duration::from_millis(50)).await;

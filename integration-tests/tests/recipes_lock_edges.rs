@@ -11,7 +11,10 @@ use integration_tests::proxy::Proxy;
 use integration_tests::{chroot, expire_session, standalone, ZkTarget};
 use tokio::time::{timeout, Instant};
 use zk_client::{Client, SessionState};
-use zk_recipes::{FairLock, LockState, LossReason, ReadWriteLock, Released};
+use zk_recipes::{
+    lock::{FairLock, LockState, ReadWriteLock, Released},
+    LossReason,
+};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -39,7 +42,7 @@ async fn acquire_as(
     how: How,
     client: Client,
     path: &str,
-) -> Result<Option<zk_recipes::LockGuard>, zk_recipes::Error> {
+) -> Result<Option<zk_recipes::lock::LockGuard>, zk_recipes::Error> {
     macro_rules! run {
         ($lock:expr) => {
             match how {
@@ -53,12 +56,12 @@ async fn acquire_as(
         Kind::Fair => run!(FairLock::new(client, path)?),
         Kind::Read => run!(ReadWriteLock::new(client, path)?.read_lock()),
         Kind::Write => run!(ReadWriteLock::new(client, path)?.write_lock()),
-        Kind::Exclusive => run!(zk_recipes::ExclusiveLock::new(client, path)?),
+        Kind::Exclusive => run!(zk_recipes::lock::ExclusiveLock::new(client, path)?),
     }
 }
 
 /// Takes the lock `kind` contends for, so that a `kind` acquirer has to wait.
-async fn block(kind: Kind, client: Client, path: &str) -> zk_recipes::LockGuard {
+async fn block(kind: Kind, client: Client, path: &str) -> zk_recipes::lock::LockGuard {
     let holder = match kind {
         Kind::Read => Kind::Write,
         k => k,
@@ -129,9 +132,7 @@ async fn acquire_on_an_ended_session_gets_lock_lost() {
         .expect("expire");
     timeout(
         LIMIT,
-        expired
-            .state_watcher()
-            .wait_for(|s| s == SessionState::Expired),
+        expired.watch().wait_for(|s| s == SessionState::Expired),
     )
     .await
     .expect("the client learns of the expiry");
@@ -222,9 +223,7 @@ async fn release_says_whether_it_deleted_the_node() {
                 .expect("expire");
             timeout(
                 LIMIT,
-                client
-                    .state_watcher()
-                    .wait_for(|s| s == SessionState::Expired),
+                client.watch().wait_for(|s| s == SessionState::Expired),
             )
             .await
             .expect("the client learns of the expiry");
@@ -307,7 +306,7 @@ async fn transitions_report_every_short_disconnection() {
         .acquire()
         .await
         .unwrap();
-    let mut transitions = guard.state_watcher();
+    let mut transitions = guard.watch();
     assert_eq!(transitions.last(), LockState::Held);
 
     for round in 0..3 {

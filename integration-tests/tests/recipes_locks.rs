@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::{
     bump_counter, children, connect, make_counter, read_counter, shared_root, wait_children,
 };
-use zk_recipes::{ExclusiveLock, FairLock, LockState, ReadWriteLock};
+use zk_recipes::lock::{ExclusiveLock, FairLock, LockState, ReadWriteLock};
 
 const LIMIT: Duration = Duration::from_secs(20);
 

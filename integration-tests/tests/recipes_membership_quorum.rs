@@ -33,13 +33,10 @@ async fn members_rejoin_on_new_sessions_once_the_quorum_is_back() {
             .connect()
             .await
             .unwrap();
-        let member = GroupMember::start(&manager, GROUP, &format!("m-{i}"), Some(b"p"))
+        let member = GroupMember::new_managed(&manager, GROUP, &format!("m-{i}"), Some(b"p"))
             .await
             .unwrap();
-        member
-            .joined_timeout(Duration::from_secs(30))
-            .await
-            .unwrap();
+        member.ready_timeout(Duration::from_secs(30)).await.unwrap();
         members.push((manager, member));
     }
     let admin = common::connect(&hosts).await;
@@ -55,7 +52,7 @@ async fn members_rejoin_on_new_sessions_once_the_quorum_is_back() {
     ens.stop(2).await;
     let outage = Instant::now();
     for (m, _) in &members {
-        let mut states = m.client().state_watcher();
+        let mut states = m.client().watch();
         tokio::time::timeout(
             Duration::from_secs(60),
             states.wait_for(SessionState::is_terminal),

@@ -84,14 +84,14 @@ async fn registrations_survive_expiries_deletions_and_partitions_without_duplica
             .connect()
             .await
             .unwrap();
-        let discovery = ServiceDiscovery::new(&manager, "/services").unwrap();
+        let discovery = ServiceDiscovery::new_managed(&manager, "/services").unwrap();
         let mut instance = ServiceInstance::new("web", "10.0.0.1", 8000 + i as i32);
         instance.id = format!("m-{i}");
         if i == MEMBERS - 1 {
             instance.service_type = ServiceType::DynamicSequential;
         }
         discovery.register(&instance).await.unwrap();
-        let member = GroupMember::start(&manager, GROUP, &format!("m-{i}"), Some(b"p"))
+        let member = GroupMember::new_managed(&manager, GROUP, &format!("m-{i}"), Some(b"p"))
             .await
             .unwrap();
         members.push(Member {

@@ -51,9 +51,9 @@ async fn ephemeral_node_comes_back_after_deletion_and_expiry_with_its_latest_dat
     let hosts = server.hosts(&root);
     let admin = common::connect(&hosts).await;
     let m = manager(&hosts).await;
-    let node = PersistentNode::start(&m, "/reg/me", b"v1", NodeOptions::ephemeral()).unwrap();
+    let node = PersistentNode::new_managed(&m, "/reg/me", b"v1", NodeOptions::ephemeral()).unwrap();
     let mut events = node.events();
-    let path = node.initial_create_timeout(WAIT).await.unwrap();
+    let path = node.ready_timeout(WAIT).await.unwrap();
     assert_eq!(path, "/reg/me");
     assert_eq!(
         next_event(&mut events).await,
@@ -126,8 +126,9 @@ async fn a_node_of_our_name_held_by_another_session_is_replaced_not_adopted() {
         .await
         .unwrap();
     let m = manager(&hosts).await;
-    let node = PersistentNode::start(&m, "/reg/me", b"fresh", NodeOptions::ephemeral()).unwrap();
-    node.initial_create_timeout(WAIT).await.unwrap();
+    let node =
+        PersistentNode::new_managed(&m, "/reg/me", b"fresh", NodeOptions::ephemeral()).unwrap();
+    node.ready_timeout(WAIT).await.unwrap();
     let (data, stat) = admin.get_data("/reg/me").await.unwrap();
     assert_eq!(
         stat.ephemeral_owner,
@@ -179,8 +180,8 @@ async fn a_lost_create_reply_never_makes_two_nodes() {
     for (run, (what, options)) in cases.into_iter().enumerate() {
         for round in 0..3 {
             proxy.drop_next_create_reply();
-            let node = PersistentNode::start(&m, "/reg/n-", b"x", options.clone()).unwrap();
-            let path = node.initial_create_timeout(WAIT).await.unwrap();
+            let node = PersistentNode::new_managed(&m, "/reg/n-", b"x", options.clone()).unwrap();
+            let path = node.ready_timeout(WAIT).await.unwrap();
             assert!(
                 proxy
                     .wait_create_reply_dropped(Duration::from_secs(5))
@@ -220,8 +221,8 @@ async fn a_sequential_node_keeps_its_name_when_re_created() {
     let admin = common::connect(&hosts).await;
     let m = manager(&hosts).await;
     let options = NodeOptions::new(CreateMode::EphemeralSequential).protected(true);
-    let node = PersistentNode::start(&m, "/q/item-", b"d", options).unwrap();
-    let path = node.initial_create_timeout(WAIT).await.unwrap();
+    let node = PersistentNode::new_managed(&m, "/q/item-", b"d", options).unwrap();
+    let path = node.ready_timeout(WAIT).await.unwrap();
     admin.delete(&path, None).await.unwrap();
     eventually("re-created at the same name", WAIT, || async {
         admin.exists(&path).await.unwrap().map(|_| ())
@@ -255,8 +256,8 @@ async fn a_ttl_node_is_touched_before_its_ttl_passes() {
     let admin = common::connect(&hosts).await;
     let m = manager(&hosts).await;
     let ttl = Duration::from_millis(600);
-    let node = PersistentNode::start(&m, "/ttl/n", b"t", NodeOptions::ttl(ttl)).unwrap();
-    node.initial_create_timeout(WAIT).await.unwrap();
+    let node = PersistentNode::new_managed(&m, "/ttl/n", b"t", NodeOptions::ttl(ttl)).unwrap();
+    node.ready_timeout(WAIT).await.unwrap();
     let (_, first) = admin.get_data("/ttl/n").await.unwrap();
     // Touched every ttl/2: mtime keeps moving, never older than the TTL.
     let mut touches = 0;
@@ -281,10 +282,11 @@ async fn set_data_before_the_first_create_is_kept_for_it() {
     let hosts = common::shared_root("pnode_early_data").await;
     let admin = common::connect(&hosts).await;
     let m = manager(&hosts).await;
-    let node = PersistentNode::start(&m, "/e/n", b"first", NodeOptions::persistent()).unwrap();
+    let node =
+        PersistentNode::new_managed(&m, "/e/n", b"first", NodeOptions::persistent()).unwrap();
     // Curator throws here (CURATOR-485); we keep it.
     node.set_data(b"second").await.unwrap();
-    node.initial_create_timeout(WAIT).await.unwrap();
+    node.ready_timeout(WAIT).await.unwrap();
     eventually("latest data", WAIT, || async {
         (admin.get_data("/e/n").await.unwrap().0.as_ref() == b"second").then_some(())
     })
@@ -299,9 +301,9 @@ async fn someone_elses_edit_is_kept_and_reported_until_the_next_re_create() {
     let hosts = common::shared_root("pnode_foreign_edit").await;
     let admin = common::connect(&hosts).await;
     let m = manager(&hosts).await;
-    let node = PersistentNode::start(&m, "/x/n", b"ours", NodeOptions::ephemeral()).unwrap();
+    let node = PersistentNode::new_managed(&m, "/x/n", b"ours", NodeOptions::ephemeral()).unwrap();
     let mut events = node.events();
-    node.initial_create_timeout(WAIT).await.unwrap();
+    node.ready_timeout(WAIT).await.unwrap();
     assert!(matches!(
         next_event(&mut events).await,
         NodeEvent::Created { .. }
@@ -335,7 +337,8 @@ async fn a_ttl_node_in_curators_layout_is_touched_at_once_and_left_to_the_server
     let m = manager(&hosts).await;
     // A long TTL: the touch node appears long before the first period (Curator 5.4 waits
     // ttl/2 first, GH-1258).
-    let slow = PersistentTtlNode::start(&m, "/ttl/slow", b"d", Duration::from_secs(20)).unwrap();
+    let slow =
+        PersistentTtlNode::new_managed(&m, "/ttl/slow", b"d", Duration::from_secs(20)).unwrap();
     eventually("touch node at once", Duration::from_secs(5), || async {
         admin.exists("/ttl/slow/touch").await.unwrap().map(|_| ())
     })
@@ -352,8 +355,8 @@ async fn a_ttl_node_in_curators_layout_is_touched_at_once_and_left_to_the_server
     slow.close().await.unwrap();
 
     let ttl = Duration::from_millis(600);
-    let node = PersistentTtlNode::start(&m, "/ttl/fast", b"x", ttl).unwrap();
-    node.node().initial_create_timeout(WAIT).await.unwrap();
+    let node = PersistentTtlNode::new_managed(&m, "/ttl/fast", b"x", ttl).unwrap();
+    node.node().ready_timeout(WAIT).await.unwrap();
     let first = eventually("touched", WAIT, || async {
         admin.exists("/ttl/fast/touch").await.unwrap()
     })

@@ -13,8 +13,9 @@ use tokio::time::Instant;
 use zk_client::{Client, CreateOptions, SessionManager};
 use zk_recipes::cache::Cache;
 use zk_recipes::group::GroupMember;
+use zk_recipes::lock::FairLock;
 use zk_recipes::node::{NodeOptions, PersistentNode};
-use zk_recipes::{Error, FairLock};
+use zk_recipes::Error;
 
 const ADD_WATCH: i32 = 106;
 const CREATE2: i32 = 15;
@@ -97,11 +98,11 @@ async fn a_cache_whose_add_watch_is_dropped() {
     let (proxy, root, admin) = setup("poison_cache").await;
     let m = manager(&proxy, &root).await;
     let cache = Cache::builder("/app").build_managed(&m).unwrap();
-    tokio::time::timeout(RUN, cache.initialized())
+    tokio::time::timeout(RUN, cache.ready())
         .await
         .unwrap()
         .unwrap();
-    let mut states = cache.states();
+    let mut states = cache.watch();
     // The first drop comes with the next addWatch: a resync after a connection loss.
     proxy.refuse_resume(true);
     proxy.drop_on(Some(DropRule::opcode(ADD_WATCH)));
@@ -126,7 +127,7 @@ async fn a_cache_whose_add_watch_is_dropped() {
     )
     .await;
     counter.abort();
-    cache.close().await;
+    cache.close().await.unwrap();
     m.close().await.unwrap();
 }
 
@@ -194,11 +195,11 @@ async fn a_persistent_node_whose_create_is_dropped() {
     let m = manager(&proxy, &root).await;
     proxy.refuse_resume(true);
     proxy.drop_on(Some(DropRule::opcode(CREATE2)));
-    let node = PersistentNode::start(&m, "/app/me", b"v", NodeOptions::ephemeral()).unwrap();
+    let node = PersistentNode::new_managed(&m, "/app/me", b"v", NodeOptions::ephemeral()).unwrap();
     storm("persistent node, create2 dropped", &proxy, &m, CREATE2, "").await;
     // Today the node stops for good on the error (as on NoAuth), which reaches the user; a
     // node that retried instead would come back by itself.
-    let outcome = node.initial_create_timeout(RECOVERY).await;
+    let outcome = node.ready_timeout(RECOVERY).await;
     println!("persistent node after the storm: {outcome:?}");
     let node = match outcome {
         Ok(_) => node,
@@ -208,7 +209,7 @@ async fn a_persistent_node_whose_create_is_dropped() {
             assert_eq!(op, zk_client::OpCode::Create2);
             // Started again once the quarantine is over, as a user would.
             tokio::time::sleep(retry_after).await;
-            PersistentNode::start(&m, "/app/me", b"v", NodeOptions::ephemeral()).unwrap()
+            PersistentNode::new_managed(&m, "/app/me", b"v", NodeOptions::ephemeral()).unwrap()
         }
         Err(e) => panic!("persistent node: {e:?}"),
     };
@@ -227,19 +228,19 @@ async fn a_group_member_whose_create_is_dropped() {
     let m = manager(&proxy, &root).await;
     proxy.refuse_resume(true);
     proxy.drop_on(Some(DropRule::opcode(CREATE2)));
-    let member = GroupMember::start(&m, "/app/group", "me", Some(b"p"))
+    let member = GroupMember::new_managed(&m, "/app/group", "me", Some(b"p"))
         .await
         .unwrap();
     storm("group member, create2 dropped", &proxy, &m, CREATE2, "").await;
     // As the persistent node it is made of: stops for good on the error today.
-    let outcome = member.joined_timeout(RECOVERY).await;
+    let outcome = member.ready_timeout(RECOVERY).await;
     println!("group member after the storm: {outcome:?}");
     let member = match outcome {
         Ok(_) => member,
         Err(Error::Client(zk_client::Error::ServerDropsRequest { retry_after, .. })) => {
             member.close().await.ok();
             tokio::time::sleep(retry_after).await;
-            GroupMember::start(&m, "/app/group", "me", Some(b"p"))
+            GroupMember::new_managed(&m, "/app/group", "me", Some(b"p"))
                 .await
                 .unwrap()
         }

@@ -11,7 +11,7 @@ use common::children;
 use integration_tests::{chroot, ensemble, ZkTarget};
 use tokio::time::{timeout, Instant};
 use zk_client::{Client, SessionState};
-use zk_recipes::{FairLock, LockState};
+use zk_recipes::lock::{FairLock, LockState};
 
 const LIMIT: Duration = Duration::from_secs(60);
 /// The contenders' session timeout: the outage below outlasts it.
@@ -54,7 +54,7 @@ async fn nodes_of_sessions_given_up_in_a_quorum_loss_leave_the_queue_as_soon_as_
     ens.stop(1).await;
     ens.stop(2).await;
     let outage = Instant::now();
-    let mut states = holder.state_watcher();
+    let mut states = holder.watch();
     let state = timeout(LIMIT, states.wait_for(SessionState::is_terminal))
         .await
         .expect("the holder gives its session up");

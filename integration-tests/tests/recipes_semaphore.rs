@@ -18,8 +18,9 @@ use tokio::sync::mpsc;
 use tokio::time::{timeout, Instant};
 use zk_client::{Client, CreateOptions};
 use zk_recipes::{
-    Error, ExclusiveLock, FairLock, LockState, LossReason, MultiLock, ReadWriteLock, Released,
-    Semaphore, SemaphoreMutex,
+    lock::{ExclusiveLock, FairLock, LockState, MultiLock, ReadWriteLock, Released},
+    semaphore::{Semaphore, SemaphoreMutex},
+    Error, LossReason,
 };
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -354,7 +355,7 @@ async fn revocation_reaches_a_lease_holder_and_ends_with_the_node() {
     let target = lease.path().to_owned();
     let asked = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        zk_recipes::revoke(&asker, &target).await
+        zk_recipes::lock::revoke(&asker, &target).await
     });
     timeout(LIMIT, lease.revocation_requested())
         .await

@@ -142,10 +142,10 @@ async fn shared_count_java_and_rust_compare_and_set_one_count_and_see_each_other
     let mut java = JavaPeer::start(JAVA, &[&hosts], false).await;
 
     // Java writes, Rust reads and is told.
-    let reader = SharedCount::start(&admin, "/shared/count", 0)
+    let reader = SharedCount::new(admin.clone(), "/shared/count", 0)
         .await
         .unwrap();
-    let mut changes = reader.changes();
+    let mut changes = reader.watch();
     assert_eq!(java.ask("count-set /shared/count 41").await, "SET");
     let seen = within("java's write seen", async {
         loop {
@@ -175,7 +175,7 @@ async fn shared_count_java_and_rust_compare_and_set_one_count_and_see_each_other
     let mut tasks = Vec::new();
     for _ in 0..2 {
         let client = common::connect(&hosts).await;
-        let count = SharedCount::start(&client, "/shared/count", 0)
+        let count = SharedCount::new(client.clone(), "/shared/count", 0)
             .await
             .unwrap();
         tasks.push(tokio::spawn(rust_count_increments(count, RUST_N)));
@@ -201,15 +201,15 @@ async fn shared_value_is_followed_through_delete_and_recreate() {
     let hosts = common::shared_root("shared_value").await;
     let client = common::connect(&hosts).await;
     let admin = common::connect(&hosts).await;
-    let value = SharedValue::start(&client, "/v/config", b"one")
+    let value = SharedValue::new(client.clone(), "/v/config", b"one")
         .await
         .unwrap();
     // The seed does not overwrite an existing value.
-    let again = SharedValue::start(&admin, "/v/config", b"other")
+    let again = SharedValue::new(admin.clone(), "/v/config", b"other")
         .await
         .unwrap();
     assert_eq!(again.value().value.as_ref(), b"one");
-    let mut changes = value.changes();
+    let mut changes = value.watch();
 
     // A stale compare-and-set is refused without a write; a fresh one applies.
     let stale = value.value();
@@ -260,8 +260,8 @@ async fn shared_value_is_followed_through_delete_and_recreate() {
 async fn shared_value_changes_end_with_the_session() {
     let hosts = common::shared_root("shared_value_end").await;
     let client = common::connect(&hosts).await;
-    let value = SharedValue::start(&client, "/v", b"a").await.unwrap();
-    let mut changes = value.changes();
+    let value = SharedValue::new(client.clone(), "/v", b"a").await.unwrap();
+    let mut changes = value.watch();
     client.close().await.unwrap();
     let end = within("end", changes.changed()).await;
     assert_eq!(end, SharedState::Ended, "changes end when the session does");
@@ -355,8 +355,8 @@ async fn a_managed_shared_count_goes_on_after_an_expiry() {
     let admin = common::connect(&hosts).await;
     let builder = Client::builder(&hosts).session_timeout(Duration::from_secs(4));
     let m = common::managed(builder).await;
-    let count = SharedCount::start_managed(&m, "/m/count", 1).await.unwrap();
-    let mut changes = count.changes();
+    let count = SharedCount::new_managed(&m, "/m/count", 1).await.unwrap();
+    let mut changes = count.watch();
 
     let mut clients = m.watch();
     let old = m.client();

@@ -155,7 +155,7 @@ async fn establish(
         .iter()
         .map(|(scheme, auth)| client.add_auth(scheme, auth))
         .collect();
-    let mut states = client.state_watcher();
+    let mut states = client.watch();
     let tls_failed = async {
         let failed = tls
             .wait_for(|f| f.in_a_row >= hosts)

@@ -141,7 +141,7 @@
 //! lasted a read timeout counts as a failed attempt, so a server that accepts the session and
 //! hangs up at once is not hammered. [`Client::close`] waits for the `closeSession` reply at
 //! most one read timeout. [`ClientBuilder::request_timeout`] (off by default) bounds how long a
-//! call on the wire waits for its reply. Follow the state with [`Client::state_watcher`].
+//! call on the wire waits for its reply. Follow the state with [`Client::watch`].
 //!
 //! # Limits
 //!

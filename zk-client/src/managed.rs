@@ -351,7 +351,7 @@ impl SessionManager {
 
     /// Follows the generations from now on: each new session after an expiry, then a last
     /// value whose [`Generation::ended`] says why the manager ended. This is the crate's one
-    /// transition type, as [`Client::state_watcher`]: [`changed`](Transitions::changed),
+    /// transition type, as [`Client::watch`]: [`changed`](Transitions::changed),
     /// [`current`](Transitions::current), and a `Stream` that ends after the final value,
     /// with lag reporting.
     ///
@@ -396,7 +396,7 @@ async fn supervise(
     let mut born = tokio::time::Instant::now();
     let mut young = 0;
     let ended = loop {
-        let mut states = current.client.state_watcher();
+        let mut states = current.client.watch();
         let end = tokio::select! {
             _ = stop.cancelled() => break Error::Closed,
             end = states.wait_for(SessionState::is_terminal) => end,

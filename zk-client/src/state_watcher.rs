@@ -129,13 +129,13 @@ async fn recv<T: Clone>(mut rx: broadcast::Receiver<T>) -> Received<T> {
 /// counts the skipped transitions in [`missed`](Self::missed).
 ///
 /// The session's state is followed with one ([`StateWatcher`], from
-/// [`Client::state_watcher`](crate::Client::state_watcher)); zk-recipes uses the same type
+/// [`Client::watch`](crate::Client::watch)); zk-recipes uses the same type
 /// for a lock's state and for leadership.
 ///
 /// ```no_run
 /// # async fn f(client: zk_client::Client) {
 /// use zk_client::SessionState;
-/// let mut states = client.state_watcher();
+/// let mut states = client.watch();
 /// loop {
 ///     match states.changed().await {
 ///         SessionState::Disconnected => eprintln!("suspended: we may have lost our locks"),
@@ -160,7 +160,7 @@ pub struct Transitions<T: Observable> {
 }
 
 /// Follows the session state: [`Transitions`] of [`SessionState`]. Obtained from
-/// [`Client::state_watcher`](crate::Client::state_watcher).
+/// [`Client::watch`](crate::Client::watch).
 pub type StateWatcher = Transitions<SessionState>;
 
 impl<T: Observable + std::fmt::Debug> std::fmt::Debug for Transitions<T> {

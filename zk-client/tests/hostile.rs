@@ -62,7 +62,7 @@ async fn a_server_that_hangs_up_after_each_handshake_is_not_hammered() {
 async fn a_resume_answered_with_another_session_id_ends_the_old_session_as_expired() {
     let server = FakeServer::start().await;
     let (client, conn) = connect(&server, 0x61, 10_000).await;
-    let mut states = client.state_watcher();
+    let mut states = client.watch();
     drop(conn);
     let mut conn = server.accept().await;
     let req = conn.read_connect().await;
@@ -206,7 +206,7 @@ async fn a_session_given_up_locally_is_closed_on_the_server_once_one_answers() {
     // expired after its timeout, then keeps trying, only to close that session.
     let server = FakeServer::start().await;
     let (client, mut conn) = connect(&server, 0xb1, 1_200).await;
-    let mut states = client.state_watcher();
+    let mut states = client.watch();
     // Silent: read and ignore everything, until the client hangs up.
     while conn.read_request().await.is_some() {}
     drop(conn);

@@ -43,7 +43,7 @@ async fn a_silent_server_is_dropped_and_the_session_resumed_elsewhere() {
     let call = client.get_data("/a");
     let req = conn.read_non_ping().await.unwrap();
     assert_eq!(req.op, OpCode::GetData.as_i32());
-    let mut states = client.state_watcher();
+    let mut states = client.watch();
     // Say nothing: the client gives up on this connection after the read timeout.
     conn.expect_eof().await;
     assert!(matches!(
@@ -198,7 +198,7 @@ async fn read_only_client_moves_to_a_read_write_server_when_one_appears() {
     conn.send_connect(0x51, 10_000, true).await;
     let client = within("connect", client).await.unwrap().unwrap();
     assert_eq!(client.state(), SessionState::ConnectedReadOnly);
-    let mut states = client.state_watcher();
+    let mut states = client.watch();
 
     let rw = FakeServer::bind(&rw_addr).await;
     // The client probes with `isro` and moves on the first "rw".
@@ -225,8 +225,8 @@ async fn read_only_client_moves_to_a_read_write_server_when_one_appears() {
 async fn a_state_watcher_sees_every_transition_even_a_quick_blip() {
     let server = FakeServer::start().await;
     let (client, conn) = connect(&server, 0x21, 10_000).await;
-    let mut states = client.state_watcher();
-    let mut other = client.state_watcher();
+    let mut states = client.watch();
+    let mut other = client.watch();
     drop(conn);
     let (_conn, req) = server.accept_session(0x21, 10_000).await;
     assert_eq!(req.session_id, 0x21);

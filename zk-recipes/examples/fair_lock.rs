@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use zk_client::Client;
-use zk_recipes::FairLock;
+use zk_recipes::lock::FairLock;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

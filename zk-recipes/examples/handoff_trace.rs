@@ -15,7 +15,7 @@ use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::fmt::time::Uptime;
 use tracing_subscriber::prelude::*;
 use zk_client::Client;
-use zk_recipes::FairLock;
+use zk_recipes::lock::FairLock;
 
 const BASE: &str = "/examples/handoff-trace";
 

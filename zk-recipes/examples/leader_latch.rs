@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use zk_client::{Client, SessionManager};
-use zk_recipes::{LeaderLatch, LeadershipPolicy};
+use zk_recipes::leader::{LeaderLatch, LeadershipPolicy};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -18,11 +18,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // new session if this one expires, and the latch re-joins on it.
         let manager = SessionManager::connect(Client::builder(&hosts)).await?;
         let latch =
-            LeaderLatch::start(&manager, "/examples/leader", id, LeadershipPolicy::Standard)?;
+            LeaderLatch::new_managed(&manager, "/examples/leader", id, LeadershipPolicy::Standard)?;
         services.push(tokio::spawn(async move {
-            let term = latch
-                .await_leadership_timeout(Duration::from_secs(60))
-                .await?;
+            let term = latch.ready_timeout(Duration::from_secs(60)).await?;
             let others: Vec<String> = latch
                 .participants()
                 .await?

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use zk_client::{Client, SessionManager};
-use zk_recipes::{LeaderSelector, LeadershipPolicy};
+use zk_recipes::leader::{LeaderSelector, LeadershipPolicy};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -19,10 +19,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for id in ["service-a", "service-b"] {
         let manager = SessionManager::connect(Client::builder(&hosts)).await?;
         let rounds = rounds.clone();
-        let selector = LeaderSelector::builder(&manager, "/examples/selector", id)
+        let selector = LeaderSelector::builder("/examples/selector", id)
             .policy(LeadershipPolicy::Standard)
             .auto_requeue(true)
-            .start(move |_client, term| {
+            .build_managed(&manager, move |_client, term| {
                 let rounds = rounds.clone();
                 async move {
                     // The job; dropped at once if leadership is lost.

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use metrics_exporter_prometheus::PrometheusBuilder;
 use zk_client::{Client, CreateOptions};
-use zk_recipes::FairLock;
+use zk_recipes::lock::FairLock;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

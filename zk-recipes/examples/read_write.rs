@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use zk_client::{Client, CreateOptions, Op};
-use zk_recipes::{LockState, ReadWriteLock};
+use zk_recipes::lock::{LockState, ReadWriteLock};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use zk_client::Client;
-use zk_recipes::Semaphore;
+use zk_recipes::semaphore::Semaphore;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -45,7 +45,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tokio::time::sleep(Duration::from_millis(100)).await;
     let slots = Semaphore::new(admin.clone(), "/examples/semaphore", 3)?;
     if let Some(first) = slots.participants().await?.first() {
-        zk_recipes::revoke(&admin, &first.path).await?;
+        zk_recipes::lock::revoke(&admin, &first.path).await?;
     }
     for w in workers {
         w.await?.map_err(|e| e.to_string())?;

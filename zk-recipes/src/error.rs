@@ -10,7 +10,7 @@ pub enum LossReason {
     SessionEnded,
     /// The lock node was deleted (by an operator, or a revocation).
     NodeDeleted,
-    /// We released the lock: the final [`LockState`](crate::LockState) a state receiver
+    /// We released the lock: the final [`LockState`](crate::lock::LockState) a state receiver
     /// that outlives its guard reports. Never an error's reason.
     Released,
 }
@@ -32,8 +32,10 @@ pub enum Error {
     /// A ZooKeeper operation failed.
     #[error(transparent)]
     Client(#[from] zk_client::Error),
-    /// The deadline passed before the lock was acquired; our queue node was removed.
-    #[error("timed out waiting for the lock")]
+    /// A wait with a limit ran out: an acquisition (`acquire_timeout`), a wait until
+    /// ready (`ready_timeout`), a barrier. Nothing of ours is left behind (an acquisition's
+    /// queue node, a barrier member's node are removed).
+    #[error("timed out")]
     Timeout,
     /// The lock is (or the queue position was) lost.
     #[error("lock lost: {0}")]
@@ -81,6 +83,24 @@ impl Error {
             Error::Client(e) if e.is_terminal() => Error::LockLost(LossReason::SessionEnded),
             e => e,
         }
+    }
+
+    /// Whether this says the session ended: the client's terminal error (the crate's one
+    /// way, see `retry::session_ended`) or, at a lock's edge, `LockLost(SessionEnded)`.
+    pub(crate) fn is_session_end(&self) -> bool {
+        match self {
+            Error::Client(e) => e.is_terminal(),
+            Error::LockLost(reason) => *reason == LossReason::SessionEnded,
+            _ => false,
+        }
+    }
+
+    /// The error for node data that does not decode (Curator reports `DATAINCONSISTENCY`
+    /// too).
+    pub(crate) fn corrupted() -> Error {
+        Error::Client(zk_client::Error::Server(
+            zk_client::ErrorCode::DataInconsistency,
+        ))
     }
 }
 

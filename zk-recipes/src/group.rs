@@ -6,10 +6,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use zk_client::{Observable, SessionManager, Transitions};
 
-use crate::cache::{ChildData, ChildrenCache, Following};
-use crate::error::{Error, Result};
-use crate::node::kernel::{check_base, child_path, local_address};
+use crate::cache::{ChildData, ChildrenCache};
+use crate::error::Result;
 use crate::node::{NodeEvents, NodeOptions, PersistentNode};
+use crate::path::{check_base, check_segment, join as child_path};
+use crate::queue::local_address;
+use crate::session::Following;
 
 /// A member of a group, in Curator's `GroupMember` layout: an EPHEMERAL node
 /// `<membership path>/<member id>` holding the member's payload (Curator's default payload is
@@ -27,8 +29,8 @@ use crate::node::{NodeEvents, NodeOptions, PersistentNode};
 /// use zk_recipes::group::{GroupMember, Members};
 ///
 /// let manager = SessionManager::connect(Client::builder("127.0.0.1:2181")).await?;
-/// let member = GroupMember::start(&manager, "/groups/workers", "worker-1", Some(b"10.0.0.7")).await?;
-/// let mut changes = member.watch_members();
+/// let member = GroupMember::new_managed(&manager, "/groups/workers", "worker-1", Some(b"10.0.0.7")).await?;
+/// let mut changes = member.watch();
 /// loop {
 ///     for (id, payload) in member.current_members() {
 ///         println!("{id}: {}", String::from_utf8_lossy(&payload));
@@ -61,26 +63,23 @@ impl GroupMember {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidPath`] for a bad membership path; [`Error::InvalidArgument`] for an id
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) for a bad membership path;
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for an id
     /// that is empty or contains `/`. The rest happens in the background:
-    /// [`joined`](Self::joined) waits for our node.
-    pub async fn start(
+    /// [`ready`](Self::ready) waits for our node.
+    pub async fn new_managed(
         manager: &SessionManager,
         membership_path: &str,
         id: &str,
         payload: Option<&[u8]>,
     ) -> Result<GroupMember> {
         let path = check_base(membership_path)?;
-        if id.is_empty() || id.contains('/') || id == "." || id == ".." {
-            return Err(Error::InvalidArgument(
-                "a member id is one non-empty path segment",
-            ));
-        }
+        check_segment(id, "a member id is one non-empty path segment")?;
         let payload = match payload {
             Some(payload) => Bytes::copy_from_slice(payload),
             None => local_address().await,
         };
-        let node = PersistentNode::start(
+        let node = PersistentNode::new_managed(
             manager,
             &child_path(&path, id),
             &payload,
@@ -88,8 +87,11 @@ impl GroupMember {
         )?;
         let cache = ChildrenCache::new_managed(manager, &path)?;
         let members = Following::start(
-            cache.clone(),
-            |children| Members::Current(members_of(children)),
+            cache.events(),
+            {
+                let cache = cache.clone();
+                move || Members::Current(members_of(cache.children()))
+            },
             Members::Ended,
         );
         Ok(GroupMember {
@@ -115,26 +117,26 @@ impl GroupMember {
     ///
     /// # Errors
     ///
-    /// As [`PersistentNode::initial_create`].
+    /// As [`PersistentNode::ready`].
     ///
     /// # Cancel safety
     ///
     /// Cancel safe.
-    pub async fn joined(&self) -> Result<String> {
-        self.node.initial_create().await
+    pub async fn ready(&self) -> Result<String> {
+        self.node.ready().await
     }
 
-    /// [`joined`](Self::joined) within `timeout`.
+    /// [`ready`](Self::ready) within `timeout`.
     ///
     /// # Errors
     ///
-    /// As [`PersistentNode::initial_create_timeout`].
+    /// As [`PersistentNode::ready_timeout`].
     ///
     /// # Cancel safety
     ///
     /// Cancel safe.
-    pub async fn joined_timeout(&self, timeout: Duration) -> Result<String> {
-        self.node.initial_create_timeout(timeout).await
+    pub async fn ready_timeout(&self, timeout: Duration) -> Result<String> {
+        self.node.ready_timeout(timeout).await
     }
 
     /// Every member's id and payload, from the cache, with our own id and payload added
@@ -149,14 +151,14 @@ impl GroupMember {
 
     /// Whether the cache has read the group once.
     pub fn is_loaded(&self) -> bool {
-        self.cache.cache().is_initialized()
+        self.cache.cache().is_ready()
     }
 
     /// Follows the cached members (ids and payloads; our own id is not added here) with
     /// [`Transitions`], the type that follows a session's state, a lock's state and
     /// leadership too. It ends with [`Members::Ended`] once the member is closed or its
     /// session manager ended.
-    pub fn watch_members(&self) -> Transitions<Members> {
+    pub fn watch(&self) -> Transitions<Members> {
         self.members.subscribe()
     }
 
@@ -188,14 +190,14 @@ impl GroupMember {
     /// # Cancel safety
     ///
     /// As [`PersistentNode::close`].
-    pub async fn close(self) -> Result<()> {
-        drop(self.members);
-        self.cache.close().await;
+    pub async fn close(&self) -> Result<()> {
+        // The members' follower ends with the cache's events.
+        self.cache.close().await?;
         self.node.close().await
     }
 }
 
-/// A group's members as [`GroupMember::watch_members`] follows them.
+/// A group's members as [`GroupMember::watch`] follows them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Members {

@@ -8,7 +8,7 @@ use zk_client::{Client, Op, OpResult, Stat, Transitions};
 use zk_proto::DecodeError;
 
 use crate::error::{Error, LossReason, Result};
-use crate::queue::{delete_guaranteed, in_background, naming, BoxTask, OnDrop, Released};
+use crate::queue::{delete_guaranteed, in_background, BoxTask, OnDrop, Released};
 use crate::state::{monitor, LockState, Published};
 
 /// Runs once when the last guard of a hold is gone: frees the local slot of the lock.
@@ -177,13 +177,13 @@ impl Hold {
 ///
 /// ```no_run
 /// # async fn demo(client: zk_client::Client) -> Result<(), zk_recipes::Error> {
-/// use zk_recipes::{FairLock, LockState};
+/// use zk_recipes::lock::{FairLock, LockState};
 ///
 /// let lock = FairLock::new(client, "/locks/jobs")?;
 /// let guard = lock.acquire().await?;
 /// println!("fencing token {}", guard.fencing_token());
 /// assert_eq!(guard.state(), LockState::Held);
-/// assert_eq!(guard.release().await?, zk_recipes::Released::Deleted);
+/// assert_eq!(guard.release().await?, zk_recipes::lock::Released::Deleted);
 /// # Ok(()) }
 /// ```
 pub struct LockGuard {
@@ -208,7 +208,7 @@ impl LockGuard {
 
     /// The lock node's name (last path segment).
     pub fn node_name(&self) -> &str {
-        naming::base_name(&self.hold.path)
+        crate::path::name(&self.hold.path)
     }
 
     /// A fencing token: the zxid that created our lock node. Every later holder of the same
@@ -229,7 +229,7 @@ impl LockGuard {
     /// which our node was last seen: right after a reconnect it is `Suspended` until the
     /// guard has seen its node again (one `exists`, done by its monitor). The session's state
     /// is always reflected; a deletion of the node is noticed from the first time the state
-    /// is observed (this call, [`state_watcher`](Self::state_watcher), [`lost`](Self::lost) or
+    /// is observed (this call, [`watch`](Self::watch), [`lost`](Self::lost) or
     /// [`suspended_or_lost`](Self::suspended_or_lost)), which starts watching the node. A guard
     /// nobody observes costs no request beyond the acquisition and the release.
     pub fn state(&self) -> LockState {
@@ -242,8 +242,8 @@ impl LockGuard {
     /// with [`current`](Transitions::current) for the state now. Starts watching the node.
     ///
     /// The same [`Transitions`] type follows the session
-    /// ([`Client::state_watcher`](zk_client::Client::state_watcher)) and leadership
-    /// ([`LeaderLatch::watch`](crate::LeaderLatch::watch)). It reports the changes made after
+    /// ([`Client::watch`](zk_client::Client::watch)) and leadership
+    /// ([`LeaderLatch::watch`](crate::leader::LeaderLatch::watch)). It reports the changes made after
     /// it was created (ask [`state`](Self::state) for the state then). If it falls more than
     /// [`zk_client::HISTORY`] changes behind, it skips to the latest state, still reporting a
     /// `Suspended` before a `Held` when changes were skipped, so no suspension goes
@@ -252,9 +252,9 @@ impl LockGuard {
     /// which ends after `Lost`.
     ///
     /// ```no_run
-    /// # async fn f(guard: zk_recipes::LockGuard) {
-    /// use zk_recipes::LockState;
-    /// let mut states = guard.state_watcher();
+    /// # async fn f(guard: zk_recipes::lock::LockGuard) {
+    /// use zk_recipes::lock::LockState;
+    /// let mut states = guard.watch();
     /// loop {
     ///     match states.changed().await {
     ///         LockState::Suspended => println!("pause the work: the lock may be lost"),
@@ -264,7 +264,7 @@ impl LockGuard {
     /// }
     /// # }
     /// ```
-    pub fn state_watcher(&self) -> Transitions<LockState> {
+    pub fn watch(&self) -> Transitions<LockState> {
         // Subscribed before the monitor can start, so it misses none of its changes.
         let transitions = self.hold.state.transitions();
         self.hold.observe();
@@ -280,9 +280,9 @@ impl LockGuard {
     ///
     /// Cancel safe (it holds no resource), but a suspension that happens while no call is
     /// pending is not reported by a later call once it is over: keep one future, or use
-    /// [`state_watcher`](Self::state_watcher), to follow a long piece of work.
+    /// [`watch`](Self::watch), to follow a long piece of work.
     pub async fn suspended_or_lost(&self) -> LockState {
-        let mut transitions = self.state_watcher();
+        let mut transitions = self.watch();
         let now = self.hold.current();
         if now != LockState::Held {
             return now;
@@ -297,7 +297,7 @@ impl LockGuard {
     ///
     /// Cancel safe: it holds no resource and `Lost` is final, so a later call sees it.
     pub async fn lost(&self) -> LossReason {
-        let mut rx = self.state_watcher();
+        let mut rx = self.watch();
         if let LockState::Lost(reason) = self.hold.current() {
             return reason;
         }
@@ -308,13 +308,13 @@ impl LockGuard {
     }
 
     /// Resolves when someone asks us to release the lock: our node's data became
-    /// `__REVOKE__` ([`revoke`](crate::revoke), or Curator's `Revoker.attemptRevoke` from
+    /// `__REVOKE__` ([`revoke`](crate::lock::revoke), or Curator's `Revoker.attemptRevoke` from
     /// Java). Revocation is cooperative: nothing is released until the holder does it.
     ///
     /// Keeps a data watch on our node while pending (removed with the release).
     ///
     /// ```no_run
-    /// # async fn f(guard: zk_recipes::LockGuard) -> Result<(), zk_recipes::Error> {
+    /// # async fn f(guard: zk_recipes::lock::LockGuard) -> Result<(), zk_recipes::Error> {
     /// tokio::select! {
     ///     _ = guard.revocation_requested() => println!("asked to let go"),
     ///     _ = tokio::time::sleep(std::time::Duration::from_secs(60)) => {}
@@ -361,13 +361,13 @@ impl LockGuard {
     /// The client never re-sends a request after a connection loss or on another session, so a
     /// fenced write cannot land after the lock has passed on.
     ///
-    /// For an [`ExclusiveLock`](crate::ExclusiveLock), whose every holder creates its node at
+    /// For an [`ExclusiveLock`](crate::lock::ExclusiveLock), whose every holder creates its node at
     /// the same path, "a node exists" is not enough: the fence first reads the node and goes
     /// ahead only if it is still the one this guard created (same czxid), checking its version
     /// in the transaction. That costs one more round trip, and leaves one case no ZooKeeper
     /// operation can tell apart: our node deleted by someone else *and* re-created by the next
-    /// holder, at the same version, within that round trip. Queue locks ([`FairLock`](crate::FairLock),
-    /// [`ReadWriteLock`](crate::ReadWriteLock)) have unique node names and need neither.
+    /// holder, at the same version, within that round trip. Queue locks ([`FairLock`](crate::lock::FairLock),
+    /// [`ReadWriteLock`](crate::lock::ReadWriteLock)) have unique node names and need neither.
     ///
     /// Returns the results of `ops` (the check's own result removed), one per op, in order.
     ///

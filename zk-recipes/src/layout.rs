@@ -3,8 +3,8 @@
 //! write, latch, lease), its owner's guid and its sequence, and who waits for whom.
 //!
 //! The recipes of this crate use the same rules (this module re-exposes them); Curator's
-//! revocation request is [`REVOKE_MESSAGE`](crate::REVOKE_MESSAGE), sent by
-//! [`revoke`](crate::revoke).
+//! revocation request is [`REVOKE_MESSAGE`](crate::lock::REVOKE_MESSAGE), sent by
+//! [`revoke`](crate::lock::revoke).
 //!
 //! Naming facts (read from each library's source, checked against real runs):
 //! * Curator (and zk-recipes, which uses its layout): `_c_<36-char uuid>-<name><seq10>` with

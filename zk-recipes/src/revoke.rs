@@ -19,9 +19,9 @@ pub const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
 ///
 /// ```no_run
 /// # async fn f(client: zk_client::Client) -> Result<(), zk_recipes::Error> {
-/// let lock = zk_recipes::FairLock::new(client.clone(), "/locks/jobs")?;
+/// let lock = zk_recipes::lock::FairLock::new(client.clone(), "/locks/jobs")?;
 /// if let Some(holder) = lock.participants().await?.first() {
-///     zk_recipes::revoke(&client, &holder.path).await?;
+///     zk_recipes::lock::revoke(&client, &holder.path).await?;
 /// }
 /// # Ok(()) }
 /// ```
@@ -37,7 +37,7 @@ pub const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
 /// is first polled).
 ///
 /// [`Participant::path`]: crate::Participant::path
-/// [`LockGuard::revocation_requested`]: crate::LockGuard::revocation_requested
+/// [`LockGuard::revocation_requested`]: crate::lock::LockGuard::revocation_requested
 pub async fn revoke(client: &Client, node: &str) -> Result<bool> {
     match retrying(client, || client.set_data(node, REVOKE_MESSAGE, None)).await {
         Ok(_) => Ok(true),

@@ -150,7 +150,7 @@ pub(crate) fn decide(
 /// before the monitor started (or that its session watcher skipped) shows as a changed
 /// connection epoch, and is published the same way.
 pub(crate) async fn monitor(client: Client, path: String, out: Arc<Published>) {
-    let mut states = client.state_watcher();
+    let mut states = client.watch();
     let mut state = states.current();
     let mut watcher = None;
     // Each turn waits for a session transition or a node event; the task is aborted on release.

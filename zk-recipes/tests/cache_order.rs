@@ -285,7 +285,7 @@ async fn loaded(child: bool) -> (FakeServer, Fake, Cache, Recorder) {
     }
     let (cache, events) = Cache::builder("/app").build_with_events(client).unwrap();
     let rec = Recorder::start(events);
-    fake.serve_until("load", cache.initialized()).await.unwrap();
+    fake.serve_until("load", cache.ready()).await.unwrap();
     (server, fake, cache, rec)
 }
 

@@ -10,7 +10,7 @@ use zk_proto::records::{
     GetChildrenResponse, GetDataResponse,
 };
 use zk_proto::{decode_exact, ErrorCode, OpCode, Stat};
-use zk_recipes::{FairLock, Released};
+use zk_recipes::lock::{FairLock, Released};
 use zk_test_support::{connect_client, encode, within, Conn, FakeServer};
 
 const SESSION: i64 = 0x5e55;

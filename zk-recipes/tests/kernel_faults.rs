@@ -2,7 +2,8 @@
 //! request or reply, a connection loss at each step of the acquisition, a node deleted
 //! between the listing and the owner check, the node ahead deleted while we set its watch,
 //! a lost delete reply. Each case must end with exactly one node of ours while held (or
-//! led), and none after the release or close.
+//! led), and none after the release or close. The same for a `PersistentNode` (protected,
+//! ephemeral sequential) and a `DistributedDoubleBarrier` member.
 
 mod fake_tree;
 
@@ -12,8 +13,8 @@ use std::time::Duration;
 use fake_tree::{Fault, Plan, Tree, TIMEOUT_MS};
 use zk_client::{Client, SessionManager};
 use zk_proto::OpCode;
-use zk_recipes::{FairLock, Semaphore};
-use zk_recipes::{LeaderLatch, LeaderSelector, LeadershipPolicy};
+use zk_recipes::leader::{LeaderLatch, LeaderSelector, LeadershipPolicy};
+use zk_recipes::{lock::FairLock, semaphore::Semaphore};
 use zk_test_support::{within, FakeServer};
 
 const LIMIT: Duration = Duration::from_secs(10);
@@ -131,9 +132,10 @@ async fn one_node_then_none(recipe: Recipe, ahead: bool, plans: Vec<Plan>) {
             within("release", lease.release()).await.unwrap();
         }
         Recipe::Latch => {
-            let latch = LeaderLatch::start(&manager, "/election", "me", LeadershipPolicy::Standard)
-                .unwrap();
-            let led = latch.await_leadership_timeout(LIMIT).await;
+            let latch =
+                LeaderLatch::new_managed(&manager, "/election", "me", LeadershipPolicy::Standard)
+                    .unwrap();
+            let led = latch.ready_timeout(LIMIT).await;
             assert_eq!(
                 ours().len(),
                 1,
@@ -146,10 +148,10 @@ async fn one_node_then_none(recipe: Recipe, ahead: bool, plans: Vec<Plan>) {
         }
         Recipe::Selector => {
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-            let selector = LeaderSelector::builder(&manager, "/election", "me")
+            let selector = LeaderSelector::builder("/election", "me")
                 .policy(LeadershipPolicy::Standard)
                 .auto_requeue(false)
-                .start(move |_client, term| {
+                .build_managed(&manager, move |_client, term| {
                     let tx = tx.clone();
                     async move {
                         let _ = tx.send(term);
@@ -389,4 +391,160 @@ async fn a_release_dropped_midway_still_deletes_the_node_and_frees_the_slot() {
     assert!(ours().is_empty());
     let _ = within("manager close", manager.close()).await;
     within("server", served).await.unwrap();
+}
+
+/// A protected ephemeral sequential `PersistentNode` (the mode only the guid can recover)
+/// through `plans`: once ready it must be exactly one node of ours (the one it reports), and
+/// none after its close; every planned fault fired.
+async fn persistent_node_through(plans: Vec<Plan>) {
+    use zk_recipes::node::{NodeOptions, PersistentNode};
+    let what = format!("PersistentNode through {plans:?}");
+    let planned = plans.len();
+    let (manager, tree, served) = manager_on(&["/nodes"], None, plans).await;
+    let ours = || tree.lock().unwrap().ours("/nodes");
+    let node = PersistentNode::new_managed(
+        &manager,
+        "/nodes/worker",
+        b"10.0.0.7",
+        NodeOptions::new(zk_client::CreateMode::EphemeralSequential).protected(true),
+    )
+    .unwrap();
+    let path = node
+        .ready_timeout(LIMIT)
+        .await
+        .unwrap_or_else(|e| panic!("{what}: ready: {e}"));
+    // Bounded: LIMIT in 10 ms steps (a re-create may still be on its way once `ready`
+    // answered for the node it found).
+    for _ in 0..LIMIT.as_millis() / 10 {
+        if ours().len() == 1 && node.path().is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let now = ours();
+    assert_eq!(now.len(), 1, "{what}: exactly one node of ours: {now:?}");
+    assert_eq!(node.path(), Some(format!("/nodes/{}", now[0])), "{what}");
+    assert!(path.starts_with("/nodes/_c_"), "{what}: protected: {path}");
+    within("close", node.close()).await.unwrap();
+    let left = ours();
+    assert!(left.is_empty(), "{what}: nothing of ours is left: {left:?}");
+    assert_eq!(
+        tree.lock().unwrap().faults,
+        planned,
+        "{what}: every planned fault happened"
+    );
+    let _ = within("manager close", manager.close()).await;
+    within("server", served).await.unwrap();
+}
+
+#[tokio::test]
+async fn persistent_node_no_fault() {
+    persistent_node_through(vec![]).await;
+}
+
+#[tokio::test]
+async fn persistent_node_lost_create_reply_is_found_by_its_guid() {
+    persistent_node_through(vec![plan(OpCode::Create2, 0, Fault::LoseReply)]).await;
+}
+
+#[tokio::test]
+async fn persistent_node_lost_create_request_is_created_once() {
+    persistent_node_through(vec![plan(OpCode::Create2, 0, Fault::LoseRequest)]).await;
+}
+
+#[tokio::test]
+async fn persistent_node_connection_loss_during_the_recovery_listing() {
+    persistent_node_through(vec![
+        plan(OpCode::Create2, 0, Fault::LoseReply),
+        plan(OpCode::GetChildren, 0, Fault::LoseRequest),
+    ])
+    .await;
+}
+
+#[tokio::test]
+async fn persistent_node_found_by_guid_then_deleted_is_created_again() {
+    persistent_node_through(vec![
+        plan(OpCode::Create2, 0, Fault::LoseReply),
+        plan(OpCode::GetData, 0, Fault::DeleteFirst),
+    ])
+    .await;
+}
+
+#[tokio::test]
+async fn persistent_node_deleted_while_watched_is_created_again() {
+    persistent_node_through(vec![plan(OpCode::GetData, 0, Fault::DeleteFirst)]).await;
+}
+
+/// A one-member `DistributedDoubleBarrier` through `plans`: after `enter` exactly one member
+/// node of ours (its own), after `leave` none and no `ready` node; every planned fault
+/// fired.
+async fn double_barrier_through(plans: Vec<Plan>) {
+    use zk_recipes::barrier::DistributedDoubleBarrier;
+    let what = format!("DistributedDoubleBarrier through {plans:?}");
+    let planned = plans.len();
+    let (manager, tree, served) = manager_on(&["/barrier"], None, plans).await;
+    let ours = || tree.lock().unwrap().ours("/barrier");
+    let barrier = DistributedDoubleBarrier::new(manager.client(), "/barrier", 1).unwrap();
+    barrier
+        .enter_timeout(LIMIT)
+        .await
+        .unwrap_or_else(|e| panic!("{what}: enter: {e}"));
+    let now = ours();
+    assert_eq!(
+        now.len(),
+        1,
+        "{what}: exactly one member node of ours: {now:?}"
+    );
+    assert_eq!(barrier.node(), format!("/barrier/{}", now[0]), "{what}");
+    barrier
+        .leave_timeout(LIMIT)
+        .await
+        .unwrap_or_else(|e| panic!("{what}: leave: {e}"));
+    let left = tree
+        .lock()
+        .unwrap()
+        .children("/barrier")
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{what}: nothing is left: {left:?}");
+    assert_eq!(
+        tree.lock().unwrap().faults,
+        planned,
+        "{what}: every planned fault happened"
+    );
+    let _ = within("manager close", manager.close()).await;
+    within("server", served).await.unwrap();
+}
+
+#[tokio::test]
+async fn double_barrier_no_fault() {
+    double_barrier_through(vec![]).await;
+}
+
+#[tokio::test]
+async fn double_barrier_lost_create_reply_is_recognised_by_its_owner() {
+    // Exists #0 is the watch on `ready`; #1 the owner check after the reconnect.
+    double_barrier_through(vec![plan(OpCode::Create2, 0, Fault::LoseReply)]).await;
+}
+
+#[tokio::test]
+async fn double_barrier_lost_create_request_is_created_once() {
+    double_barrier_through(vec![plan(OpCode::Create2, 0, Fault::LoseRequest)]).await;
+}
+
+#[tokio::test]
+async fn double_barrier_connection_loss_during_the_owner_check() {
+    double_barrier_through(vec![
+        plan(OpCode::Create2, 0, Fault::LoseReply),
+        plan(OpCode::Exists, 1, Fault::LoseRequest),
+    ])
+    .await;
+}
+
+#[tokio::test]
+async fn double_barrier_node_deleted_before_the_owner_check_is_created_again() {
+    double_barrier_through(vec![
+        plan(OpCode::Create2, 0, Fault::LoseReply),
+        plan(OpCode::Exists, 1, Fault::DeleteFirst),
+    ])
+    .await;
 }

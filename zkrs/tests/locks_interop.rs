@@ -11,7 +11,7 @@ use common::{connect, json, ok, root, wait_for_children};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdout, Command};
 use tokio::time::timeout;
-use zk_recipes::FairLock;
+use zk_recipes::lock::FairLock;
 
 const LIMIT: Duration = Duration::from_secs(60);
 const CURATOR_CP: &str = "/usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar";

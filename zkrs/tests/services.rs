@@ -17,17 +17,14 @@ async fn services_and_members_show_registrations_with_their_owners() {
         .await
         .unwrap();
     let session = format!("0x{:x}", manager.client().session_id());
-    let discovery = ServiceDiscovery::new(&manager, "/services").unwrap();
+    let discovery = ServiceDiscovery::new_managed(&manager, "/services").unwrap();
     let mut web = ServiceInstance::new("web", "10.0.0.5", 8080);
     web.id = "w1".into();
     discovery.register(&web).await.unwrap();
-    let member = GroupMember::start(&manager, "/groups/g", "m1", Some(b"eu-1"))
+    let member = GroupMember::new_managed(&manager, "/groups/g", "m1", Some(b"eu-1"))
         .await
         .unwrap();
-    member
-        .joined_timeout(Duration::from_secs(30))
-        .await
-        .unwrap();
+    member.ready_timeout(Duration::from_secs(30)).await.unwrap();
 
     let text = ok(&hosts, &["services"]).await;
     assert_eq!(

@@ -9,7 +9,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::Child;
 use tokio::time::timeout;
 use zk_client::CreateOptions;
-use zk_recipes::FairLock;
+use zk_recipes::lock::FairLock;
 
 const LIMIT: Duration = Duration::from_secs(30);
 

@@ -267,7 +267,7 @@ pub(crate) async fn child(connect: &str, spec: &str) -> Res<()> {
         .await?;
     let load = |client: zk_client::Client| async move {
         let cache = zk_recipes::cache::Cache::new(client, path)?;
-        tokio::time::timeout(Duration::from_secs(600), cache.initialized())
+        tokio::time::timeout(Duration::from_secs(600), cache.ready())
             .await
             .map_err(|_| "cache not initialized within 600 s")??;
         Res::Ok(cache)
@@ -295,8 +295,8 @@ pub(crate) async fn child(connect: &str, spec: &str) -> Res<()> {
     if second.len() != n {
         return Err(format!("second load cached {} nodes, expected {n}", second.len()).into());
     }
-    second.close().await;
-    first.close().await;
+    second.close().await?;
+    first.close().await?;
     let first_rss = (rss_after as f64 - rss_before as f64) * 1024.0 / n as f64;
     let kept = (rss_after2 as f64 - rss_before2 as f64) * 1024.0 / n as f64;
     println!("CACHE {first_ms:.0} {second_ms:.0} {cpu_ms:.0} {kept:.1} {first_rss:.1} {nodes}");

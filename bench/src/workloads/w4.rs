@@ -2,7 +2,7 @@
 //! W4prepared, ours with `HandOff::Prepared`.
 
 use tokio::task::JoinSet;
-use zk_recipes::HandOff;
+use zk_recipes::lock::HandOff;
 
 use super::bare_lock::bare_turn;
 use super::common::{
@@ -46,7 +46,7 @@ async fn run_with(
             ours_clients = clients.clone();
             m = Meter::start(ctx.addr).await;
             for c in clients {
-                let lock = zk_recipes::FairLock::new(c, &base)?.with_hand_off(hand_off);
+                let lock = zk_recipes::lock::FairLock::new(c, &base)?.with_hand_off(hand_off);
                 tasks.spawn(async move {
                     for _ in 0..per {
                         let guard = lock.acquire_timeout(step).await?;

@@ -68,7 +68,7 @@ impl Queue {
         self.tasks.spawn(async move {
             match client {
                 Client2::Ours(c) => {
-                    let lock = zk_recipes::FairLock::new(c, &base)?;
+                    let lock = zk_recipes::lock::FairLock::new(c, &base)?;
                     let guard = lock.acquire_timeout(hold_limit).await?;
                     let _ = acquired_tx.send((idx, Instant::now()));
                     let _ = tokio::time::timeout(hold_limit, go_rx).await;

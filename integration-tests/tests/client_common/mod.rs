@@ -43,7 +43,7 @@ pub async fn wait_state(
     what: &str,
     pred: impl FnMut(SessionState) -> bool,
 ) -> SessionState {
-    let mut states = client.state_watcher();
+    let mut states = client.watch();
     within(what, states.wait_for(pred)).await
 }
 

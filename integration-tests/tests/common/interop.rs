@@ -11,7 +11,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::time::timeout;
 use zk_client::{Client, CreateOptions};
-use zk_recipes::FairLock;
+use zk_recipes::lock::FairLock;
 
 use super::{connect, make_counter, read_counter};
 

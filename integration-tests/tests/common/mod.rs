@@ -120,10 +120,10 @@ pub fn passwd(client: &Client) -> [u8; 16] {
 
 /// Waits (30 s at most) until the lock state satisfies `pred`.
 pub async fn wait_lock_state(
-    guard: &zk_recipes::LockGuard,
-    pred: impl Fn(zk_recipes::LockState) -> bool,
-) -> zk_recipes::LockState {
-    let mut rx = guard.state_watcher();
+    guard: &zk_recipes::lock::LockGuard,
+    pred: impl Fn(zk_recipes::lock::LockState) -> bool,
+) -> zk_recipes::lock::LockState {
+    let mut rx = guard.watch();
     tokio::time::timeout(Duration::from_secs(30), rx.wait_for(pred))
         .await
         .expect("lock state within 30 s")

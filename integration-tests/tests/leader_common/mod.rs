@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use zk_client::{Client, SessionManager};
-use zk_recipes::{LeaderLatch, Leadership, LeadershipPolicy};
+use zk_recipes::leader::{LeaderLatch, Leadership, LeadershipPolicy};
 
 pub const LIMIT: Duration = Duration::from_secs(60);
 /// The participants' session timeout (the harness's tickTime is 500 ms).
@@ -120,7 +120,7 @@ pub fn join(
     who: &str,
     policy: LeadershipPolicy,
 ) -> LeaderLatch {
-    let latch = LeaderLatch::start(manager, path, who, policy).expect("start latch");
+    let latch = LeaderLatch::new_managed(manager, path, who, policy).expect("start latch");
     log.follow(who, &latch);
     latch
 }
@@ -128,7 +128,7 @@ pub fn join(
 /// Waits until `latch` leads.
 pub async fn leads(latch: &LeaderLatch) {
     latch
-        .await_leadership_timeout(LIMIT)
+        .ready_timeout(LIMIT)
         .await
         .unwrap_or_else(|e| panic!("{} never led: {e}", latch.id()));
 }

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use zk_recipes::{LockState, LossReason};
+use zk_recipes::{lock::LockState, LossReason};
 
 use super::{Hold, Outcome, Resource, Role, Shared, Signal, WriteStyle};
 

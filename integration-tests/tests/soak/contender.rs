@@ -8,7 +8,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tokio::time::Instant;
 use zk_client::{Client, Op, OpResult, SessionState, StateWatcher};
-use zk_recipes::{ExclusiveLock, FairLock, HandOff, LockGuard, LockState, ReadWriteLock};
+use zk_recipes::lock::{ExclusiveLock, FairLock, HandOff, LockGuard, LockState, ReadWriteLock};
 
 use super::check::describe;
 use super::{
@@ -250,7 +250,7 @@ async fn hold(
     let epoch = client.connection_epoch();
     let slot: SignalSlot = Arc::default();
     // Watchers first, then a look: a change in between is seen by one or the other.
-    let (guard_states, session_states) = (guard.state_watcher(), client.state_watcher());
+    let (guard_states, session_states) = (guard.watch(), client.watch());
     look(client, &guard, epoch, &slot);
     let recorder = tokio::spawn(record_signal(guard_states, session_states, slot.clone()));
     let mut record = Hold {
@@ -284,7 +284,7 @@ async fn hold(
     // and measure (how long after the signal the next holder got the lock).
     if !work.look() && rng.gen_bool(0.5) {
         if guard.state() == LockState::Suspended {
-            let mut states = guard.state_watcher();
+            let mut states = guard.watch();
             let outcome = tokio::time::timeout(
                 spec.session_timeout * 2,
                 states.wait_for(|s| s != LockState::Suspended),

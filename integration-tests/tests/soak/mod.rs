@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use zk_client::SessionState;
-use zk_recipes::LockState;
+use zk_recipes::lock::LockState;
 
 /// Base of the queue shared by `FairLock` and both sides of `ReadWriteLock` (Curator's layout:
 /// one queue, ordered by sequence number whatever the node's lock name).

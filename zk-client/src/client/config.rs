@@ -256,7 +256,7 @@ impl Client {
             let _ = self.commands().send(Command::UpdateHosts { hosts, reply });
             rx
         });
-        let state = self.state_watcher();
+        let state = self.watch();
         async move {
             match sent?.await {
                 Ok(moving) => Ok(moving),

@@ -266,15 +266,29 @@ impl Client {
     ///
     /// Cancel safe: it only watches the state.
     pub async fn wait_connected(&self, timeout: Duration) -> Result<()> {
-        let mut states = self.state_watcher();
+        let mut states = self.watch();
         match tokio::time::timeout(timeout, states.wait_for(SessionState::is_connected)).await {
             Ok(state) => state.terminal_error().map_or(Ok(()), Err),
             Err(_) => Err(Error::Timeout),
         }
     }
 
-    /// A watcher of the session state.
-    pub fn state_watcher(&self) -> StateWatcher {
+    /// Follows the session's state: its current value and every transition from now on, in
+    /// order ([`Transitions`](crate::Transitions), the one type that follows a value in both
+    /// crates: a lock's state, a cache's state, leadership, group members...). Not a node
+    /// watch: those are [`get_data_watch`](Self::get_data_watch),
+    /// [`add_watch`](Self::add_watch) and the like.
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) {
+    /// use zk_client::SessionState;
+    /// let mut states = client.watch();
+    /// while !states.current().is_terminal() {
+    ///     println!("session: {:?}", states.changed().await);
+    /// }
+    /// # }
+    /// ```
+    pub fn watch(&self) -> StateWatcher {
         StateWatcher::new(
             self.inner.info.clone(),
             self.inner.transitions.resubscribe(),
@@ -401,7 +415,7 @@ impl Client {
     /// waiting for the state to become `Closed`.
     pub fn close(&self) -> impl Future<Output = Result<()>> + Send + 'static {
         let reply = self.request(OpCode::CloseSession, BytesMut::new(), None);
-        let mut states = self.state_watcher();
+        let mut states = self.watch();
         async move {
             match reply.await {
                 Ok(_) => {}

@@ -197,7 +197,7 @@ impl Harness {
     async fn connected(&mut self, session_id: i64) -> (DuplexStream, StateWatcher) {
         let (_, mut s) = self.next_connection().await;
         handshake(&mut s, session_id).await;
-        let mut states = self.client.state_watcher();
+        let mut states = self.client.watch();
         assert_eq!(
             states.wait_for(|s| s.is_connected()).await,
             SessionState::Connected

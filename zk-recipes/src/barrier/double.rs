@@ -5,11 +5,11 @@ use std::time::Duration;
 use tracing::debug;
 use zk_client::{Client, CreateMode, CreateOptions};
 
-use super::bounded;
 use crate::error::{Error, Result};
-use crate::node::kernel::{
-    check_base, child_path, delete_guaranteed, gave_up, local_address, retry_after, retrying,
-    session_error, turns,
+use crate::path::{check_base, join as child_path, name as name_of};
+use crate::queue::{create_marked, delete_guaranteed, local_address, Mark};
+use crate::retry::{
+    deadline_after, gave_up, retry_after, retrying, session_ended as session_error, turns, until,
 };
 
 /// Name of the node that says "everyone is in".
@@ -103,10 +103,12 @@ impl DistributedDoubleBarrier {
     }
 
     async fn enter_within(&self, timeout: Option<Duration>) -> Result<()> {
-        let entered = bounded(timeout, self.enter_inner()).await;
+        let entered = until(deadline_after(timeout), self.enter_inner()).await;
         if entered.is_err() {
             // Never leave a node behind that later entrants would count (CURATOR-80).
-            let _ = delete_guaranteed(&self.client, &self.ours).await;
+            let _ = delete_guaranteed(&self.client, &self.ours, None)
+                .await
+                .map(drop);
         }
         entered
     }
@@ -158,32 +160,22 @@ impl DistributedDoubleBarrier {
         Err(gave_up())
     }
 
-    /// Creates our member node; a lost reply is recovered by looking at the node's owner.
+    /// Creates our member node through the crate's protected create: its UUID name is ours
+    /// alone, so a lost reply is recovered by looking at the node and its owner.
     async fn create_ours(&self) -> Result<()> {
-        let client = &self.client;
         let options = CreateOptions::new(CreateMode::Ephemeral).with_container_parents(true);
-        for _ in turns() {
-            match client
-                .create_all(&self.ours, &local_address().await, &options)
-                .await
-            {
-                Ok(_) => return Ok(()),
-                // The UUID is ours alone: this member entered already.
-                Err(zk_client::Error::NodeExists) => {
-                    return Err(Error::Client(zk_client::Error::NodeExists))
-                }
-                Err(e) if e.is_connection_loss() => {
-                    retry_after(client, e).await?;
-                    if let Some(stat) = retrying(client, || client.exists(&self.ours)).await? {
-                        if stat.ephemeral_owner == client.session_id() {
-                            return Ok(());
-                        }
-                    }
-                }
-                Err(e) => retry_after(client, e).await?,
-            }
-        }
-        Err(gave_up())
+        // `NodeExists`: the UUID is ours alone, so this member entered already.
+        create_marked(
+            &self.client,
+            &self.path,
+            &self.ours,
+            &local_address().await,
+            &options,
+            Mark::Name,
+            false,
+        )
+        .await
+        .map(drop)
     }
 
     /// Leaves: returns once every member left (our node is removed in any case).
@@ -215,16 +207,20 @@ impl DistributedDoubleBarrier {
     }
 
     async fn leave_within(&self, timeout: Option<Duration>) -> Result<()> {
-        let left = bounded(timeout, self.leave_inner()).await;
-        let _ = delete_guaranteed(&self.client, &self.ours).await;
+        let left = until(deadline_after(timeout), self.leave_inner()).await;
+        let _ = delete_guaranteed(&self.client, &self.ours, None)
+            .await
+            .map(drop);
         // As Curator: whoever finishes (or gives up) removes `ready`.
-        let _ = delete_guaranteed(&self.client, &self.ready).await;
+        let _ = delete_guaranteed(&self.client, &self.ready, None)
+            .await
+            .map(drop);
         left
     }
 
     async fn leave_inner(&self) -> Result<()> {
         let client = &self.client;
-        let ours = crate::node::kernel::name_of(&self.ours).to_owned();
+        let ours = name_of(&self.ours).to_owned();
         let mut deleted = false;
         for _ in turns() {
             let mut children = match retrying(client, || client.get_children(&self.path)).await {
@@ -244,7 +240,9 @@ impl DistributedDoubleBarrier {
             }
             if children.len() == 1 {
                 if present {
-                    delete_guaranteed(client, &self.ours).await?;
+                    delete_guaranteed(client, &self.ours, None)
+                        .await
+                        .map(drop)?;
                 }
                 return Ok(());
             }
@@ -253,7 +251,9 @@ impl DistributedDoubleBarrier {
                 children.last().cloned().unwrap_or_default()
             } else {
                 if present && !deleted {
-                    delete_guaranteed(client, &self.ours).await?;
+                    delete_guaranteed(client, &self.ours, None)
+                        .await
+                        .map(drop)?;
                     deleted = true;
                 }
                 lowest

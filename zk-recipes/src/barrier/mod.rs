@@ -11,19 +11,3 @@ mod single;
 
 pub use double::DistributedDoubleBarrier;
 pub use single::DistributedBarrier;
-
-use std::future::Future;
-use std::time::Duration;
-
-use crate::error::{Error, Result};
-
-/// Runs `fut` within `timeout` (none: no limit): [`Error::Timeout`] when it did not finish
-/// in time.
-async fn bounded(timeout: Option<Duration>, fut: impl Future<Output = Result<()>>) -> Result<()> {
-    match timeout {
-        None => fut.await,
-        Some(t) => tokio::time::timeout(t, fut)
-            .await
-            .map_err(|_| Error::Timeout)?,
-    }
-}

@@ -4,11 +4,10 @@ use std::time::Duration;
 
 use zk_client::{Client, CreateMode};
 
-use super::bounded;
 use crate::error::Result;
-use crate::node::kernel::{
-    check_base, create_if_absent, delete_guaranteed, gave_up, local_address, retry_after, turns,
-};
+use crate::path::check_base;
+use crate::queue::{create_if_absent, delete_guaranteed, local_address};
+use crate::retry::{deadline_after, gave_up, retry_after, turns, until};
 
 /// A barrier in Curator's `DistributedBarrier` layout: closed while a PERSISTENT node exists
 /// at its path (holding Curator's default data, the local address), open once it is gone.
@@ -69,7 +68,9 @@ impl DistributedBarrier {
     ///
     /// `NoAuth` and the session errors (connection losses are waited out).
     pub async fn remove_barrier(&self) -> Result<()> {
-        delete_guaranteed(&self.client, &self.path).await
+        delete_guaranteed(&self.client, &self.path, None)
+            .await
+            .map(drop)
     }
 
     /// Waits until the barrier is open. Connection losses are waited out.
@@ -101,7 +102,7 @@ impl DistributedBarrier {
     }
 
     async fn wait(&self, timeout: Option<Duration>) -> Result<()> {
-        bounded(timeout, async {
+        until(deadline_after(timeout), async {
             for _ in turns() {
                 match self.client.exists_watch(&self.path).await {
                     Ok((None, _)) => return Ok(()),

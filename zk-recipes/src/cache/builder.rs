@@ -5,38 +5,13 @@ use std::sync::Arc;
 use zk_client::{Client, SessionManager};
 
 use super::events::{CacheEvents, DEFAULT_EVENT_BUFFER};
-use super::task::Source;
-use super::Cache;
-use crate::error::{Error, Result};
+use super::handle::Cache;
+use super::options::Options;
+use crate::error::Result;
+use crate::session::Source;
 
 /// Default number of reads a cache keeps on the wire while it loads.
 pub const DEFAULT_READ_WINDOW: usize = 1024;
-
-/// Which nodes keep their data (see [`CacheBuilder::keep_data`]).
-pub(crate) type DataFilter = Arc<dyn Fn(&str) -> bool + Send + Sync>;
-
-/// The settings of a cache.
-#[derive(Clone)]
-pub(crate) struct Options {
-    pub(crate) path: String,
-    /// Levels below the root that are cached (`None`: all; `Some(0)`: the root alone).
-    pub(crate) max_depth: Option<usize>,
-    pub(crate) keep_data: Option<DataFilter>,
-    pub(crate) event_buffer: usize,
-    pub(crate) window: usize,
-}
-
-impl std::fmt::Debug for Options {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Options")
-            .field("path", &self.path)
-            .field("max_depth", &self.max_depth)
-            .field("keep_data", &self.keep_data.as_ref().map(|_| "fn"))
-            .field("event_buffer", &self.event_buffer)
-            .field("window", &self.window)
-            .finish()
-    }
-}
 
 /// Configures a [`Cache`]. Made by [`Cache::builder`].
 ///
@@ -48,7 +23,7 @@ impl std::fmt::Debug for Options {
 ///     .max_depth(2)
 ///     .keep_data(|path| path.matches('/').count() == 3)
 ///     .build(client)?;
-/// cache.initialized().await?;
+/// cache.ready().await?;
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
@@ -101,23 +76,7 @@ impl CacheBuilder {
     }
 
     fn check(&self) -> Result<()> {
-        let p = &self.opts.path;
-        let reason = if !p.starts_with('/') {
-            Some("must start with /")
-        } else if p.len() > 1 && p.ends_with('/') {
-            Some("must not end with /")
-        } else if p.contains("//") {
-            Some("empty segment")
-        } else {
-            None
-        };
-        match reason {
-            Some(reason) => Err(Error::InvalidPath {
-                path: p.clone(),
-                reason,
-            }),
-            None => Ok(()),
-        }
+        crate::path::check_root(&self.opts.path)
     }
 
     /// Starts the cache on `client`'s session. The cache ends (state
@@ -128,7 +87,8 @@ impl CacheBuilder {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidPath`] for a path that is not absolute or ends with `/`.
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) for a path that is not absolute or
+    /// ends with `/`.
     pub fn build(self, client: Client) -> Result<Cache> {
         self.check()?;
         Ok(Cache::start(self.opts, Source::Client(client)).0)
@@ -153,7 +113,7 @@ impl CacheBuilder {
     /// As [`build`](Self::build).
     pub fn build_managed(self, manager: &SessionManager) -> Result<Cache> {
         self.check()?;
-        Ok(Cache::start(self.opts, Source::Manager(manager.watch())).0)
+        Ok(Cache::start(self.opts, Source::Manager(manager.clone())).0)
     }
 
     /// As [`build_managed`](Self::build_managed) with a stream subscribed before the start.
@@ -166,6 +126,36 @@ impl CacheBuilder {
         manager: &SessionManager,
     ) -> Result<(Cache, CacheEvents)> {
         self.check()?;
-        Ok(Cache::start(self.opts, Source::Manager(manager.watch())))
+        Ok(Cache::start(self.opts, Source::Manager(manager.clone())))
+    }
+}
+
+/// How a [`Cache`] is made: [`Cache::builder`] for every setting, [`Cache::new`] and
+/// [`Cache::new_managed`] for a whole subtree with data.
+impl Cache {
+    /// A builder for a cache of the subtree at `path`.
+    pub fn builder(path: &str) -> CacheBuilder {
+        CacheBuilder::new(path)
+    }
+
+    /// A cache of the whole subtree at `path`, with data, on `client`'s session (shorthand
+    /// for `Cache::builder(path).build(client)`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) for a malformed path.
+    pub fn new(client: zk_client::Client, path: &str) -> crate::Result<Cache> {
+        Cache::builder(path).build(client)
+    }
+
+    /// As [`new`](Self::new), on `manager`'s sessions (shorthand for
+    /// `Cache::builder(path).build_managed(manager)`): after an expiry the cache sets its
+    /// watch on the new session and resyncs.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) for a malformed path.
+    pub fn new_managed(manager: &SessionManager, path: &str) -> crate::Result<Cache> {
+        Cache::builder(path).build_managed(manager)
     }
 }

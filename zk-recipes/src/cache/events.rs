@@ -3,23 +3,14 @@
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
-use tokio::sync::broadcast::{self, error::RecvError};
-use tokio_util::sync::ReusableBoxFuture;
+use tokio::sync::broadcast;
 
 use super::node::CacheEvent;
+use crate::session::Events;
 
 /// Default number of events a consumer may fall behind before it gets
 /// [`CacheEvent::Lagged`].
 pub const DEFAULT_EVENT_BUFFER: usize = 4096;
-
-type Received = (
-    Result<CacheEvent, RecvError>,
-    broadcast::Receiver<CacheEvent>,
-);
-
-async fn recv(mut rx: broadcast::Receiver<CacheEvent>) -> Received {
-    (rx.recv().await, rx)
-}
 
 /// Which events a view passes on.
 #[derive(Debug, Clone)]
@@ -52,16 +43,15 @@ pub(crate) enum Filter {
 /// # }
 /// ```
 pub struct CacheEvents {
-    next: ReusableBoxFuture<'static, Received>,
+    events: Events<CacheEvent>,
     filter: Filter,
-    ended: bool,
 }
 
 impl std::fmt::Debug for CacheEvents {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CacheEvents")
             .field("filter", &self.filter)
-            .field("ended", &self.ended)
+            .field("ended", &self.events.is_ended())
             .finish()
     }
 }
@@ -69,9 +59,8 @@ impl std::fmt::Debug for CacheEvents {
 impl CacheEvents {
     pub(crate) fn new(rx: broadcast::Receiver<CacheEvent>, filter: Filter) -> CacheEvents {
         CacheEvents {
-            next: ReusableBoxFuture::new(recv(rx)),
+            events: Events::new(rx, CacheEvent::Lagged),
             filter,
-            ended: false,
         }
     }
 
@@ -87,18 +76,8 @@ impl CacheEvents {
     /// Polls for the next event (see [`next`](Self::next)).
     pub fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<CacheEvent>> {
         loop {
-            if self.ended {
+            let Some(event) = ready!(self.events.poll_event(cx)) else {
                 return Poll::Ready(None);
-            }
-            let (result, rx) = ready!(self.next.poll(cx));
-            self.next.set(recv(rx));
-            let event = match result {
-                Ok(event) => event,
-                Err(RecvError::Lagged(n)) => CacheEvent::Lagged(n),
-                Err(RecvError::Closed) => {
-                    self.ended = true;
-                    return Poll::Ready(None);
-                }
             };
             let pass = match &self.filter {
                 Filter::All => true,

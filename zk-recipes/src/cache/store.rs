@@ -47,15 +47,6 @@ fn prefix(parent: &str) -> String {
     }
 }
 
-/// The child path `parent/name`.
-pub(crate) fn join(parent: &str, name: &str) -> String {
-    if parent == "/" {
-        format!("/{name}")
-    } else {
-        format!("{parent}/{name}")
-    }
-}
-
 /// The cached subtree.
 #[derive(Debug)]
 pub(crate) struct Store {

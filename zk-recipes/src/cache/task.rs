@@ -14,23 +14,14 @@ use std::time::Duration;
 use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
-use zk_client::{
-    AddWatchMode, Client, Error, EventType, Generations, PersistentWatcher, SessionState,
-};
+use zk_client::{AddWatchMode, Client, Error, EventType, PersistentWatcher, SessionState};
 
 use super::order::{InOrder, Next};
 use super::reads::{Answered, Kind, Op, Reads, Reply};
-use super::store::join;
-use super::{CacheState, Shared};
-use crate::retry::{gave_up, turns};
-
-/// Where the sessions come from.
-pub(crate) enum Source {
-    /// One session: the cache ends with it.
-    Client(Client),
-    /// A session manager: the cache moves to each new session.
-    Manager(Generations),
-}
+use super::shared::{CacheState, Shared};
+use crate::path::join;
+use crate::retry::{gave_up, turns, Pacing};
+use crate::session::{NoNext, Sessions};
 
 /// How a session's run ended.
 enum End {
@@ -42,21 +33,21 @@ enum End {
     GaveUp,
 }
 
-/// Pause after a failed `addWatch` or a failed pass before trying again (first, max).
+/// Pause after a failed pass before trying again.
 const RETRY_FIRST: Duration = Duration::from_millis(100);
-const RETRY_MAX: Duration = Duration::from_secs(2);
 
-pub(crate) async fn run(shared: Arc<Shared>, source: Source, cancel: CancellationToken) {
-    let (mut client, mut generations) = match source {
-        Source::Client(c) => (c, None),
-        Source::Manager(w) => (w.current().client.clone(), Some(w)),
-    };
+/// The cache's task: one [`session`] after the other, from the base's [`Sessions`] (the
+/// next one paced when they die at once), until closed or no session follows.
+pub(crate) async fn run(shared: Arc<Shared>, mut sessions: Sessions, cancel: CancellationToken) {
+    let mut client = sessions.client().clone();
+    // Paces the retries of `addWatch` and of a watch removed under us, across sessions.
+    let mut pacing = Pacing::new();
     // One turn per session, or per watch removed under us; running out ends the cache.
     let mut out_of_turns = true;
     for _ in turns() {
         let end = tokio::select! {
             _ = cancel.cancelled() => End::Cancelled,
-            end = session(&shared, client.clone(), &cancel) => end,
+            end = session(&shared, client.clone(), &cancel, &mut pacing) => end,
         };
         let state = match end {
             End::Session(state) => state,
@@ -68,29 +59,27 @@ pub(crate) async fn run(shared: Arc<Shared>, source: Source, cancel: Cancellatio
         };
         shared.set_state(CacheState::Disconnected);
         if !state.is_terminal() {
-            // The watch was removed under us (`remove_watches` by someone else): set it again.
-            tokio::select! {
-                _ = cancel.cancelled() => {
-                    out_of_turns = false;
-                    break;
-                }
-                _ = tokio::time::sleep(RETRY_FIRST) => continue,
+            // The watch was removed under us (`remove_watches` by someone else): set it again,
+            // paced.
+            match pacing.wait(Duration::ZERO, &cancel).await {
+                Ok(true) => continue,
+                Ok(false) => out_of_turns = false,
+                Err(_) => {}
             }
+            break;
         }
         debug!(?state, path = %shared.opts.path, "cache: session ended");
         out_of_turns = false;
-        let Some(w) = generations.as_mut() else {
-            break;
-        };
         if state != SessionState::Expired {
             break;
         }
-        tokio::select! {
-            _ = cancel.cancelled() => break,
-            next = w.changed() => match next.live() {
-                Ok(generation) => client = generation.client,
-                Err(_) => break,
-            },
+        match sessions.next(&cancel).await {
+            Ok(next) => client = next,
+            Err(NoNext::Stopped) => break,
+            Err(NoNext::Ended(e)) => {
+                out_of_turns = e.is_gave_up();
+                break;
+            }
         }
         out_of_turns = true;
     }
@@ -101,9 +90,13 @@ pub(crate) async fn run(shared: Arc<Shared>, source: Source, cancel: Cancellatio
 }
 
 /// Sets the watch on `client`'s session and follows it until the session ends.
-async fn session(shared: &Shared, client: Client, cancel: &CancellationToken) -> End {
-    let mut states = client.state_watcher();
-    let mut pause = RETRY_FIRST;
+async fn session(
+    shared: &Shared,
+    client: Client,
+    cancel: &CancellationToken,
+    pacing: &mut Pacing,
+) -> End {
+    let mut states = client.watch();
     let mode = if shared.opts.max_depth == Some(0) {
         AddWatchMode::Persistent
     } else {
@@ -123,11 +116,11 @@ async fn session(shared: &Shared, client: Client, cancel: &CancellationToken) ->
             Err(e) if e.is_terminal() => return End::Session(client.state()),
             Err(e) => {
                 warn!(error = %e, path = %shared.opts.path, "cache: addWatch failed; retrying");
-                tokio::select! {
-                    _ = cancel.cancelled() => return End::Cancelled,
-                    _ = tokio::time::sleep(pause) => {}
+                match pacing.wait(Duration::ZERO, cancel).await {
+                    Ok(true) => {}
+                    Ok(false) => return End::Cancelled,
+                    Err(_) => return End::GaveUp,
                 }
-                pause = (pause * 2).min(RETRY_MAX);
             }
         }
     }

@@ -3,8 +3,10 @@
 
 use zk_client::{Client, SessionManager, Transitions};
 
-use super::events::Filter;
-use super::{Cache, CacheEvents, CacheState, ChildData};
+use super::events::{CacheEvents, Filter};
+use super::handle::Cache;
+use super::node::ChildData;
+use super::shared::CacheState;
 use crate::error::Result;
 
 /// One node's data and `Stat`, kept current (Curator's `NodeCache`, kazoo's `DataWatch`).
@@ -16,7 +18,7 @@ use crate::error::Result;
 /// # async fn f(client: zk_client::Client) -> zk_recipes::Result<()> {
 /// use zk_recipes::cache::NodeCache;
 /// let node = NodeCache::new(client, "/config/feature-x")?;
-/// node.initialized().await?;
+/// node.ready().await?;
 /// let enabled = node.get().and_then(|n| n.data).is_some_and(|d| &d[..] == b"on");
 /// # let _ = enabled; Ok(()) }
 /// ```
@@ -56,13 +58,26 @@ impl NodeCache {
         self.cache.events()
     }
 
-    /// Waits until the node was read once. See [`Cache::initialized`].
+    /// Waits until the node was read once. See [`Cache::ready`].
     ///
     /// # Errors
     ///
-    /// As [`Cache::initialized`].
-    pub async fn initialized(&self) -> Result<()> {
-        self.cache.initialized().await
+    /// As [`Cache::ready`].
+    pub async fn ready(&self) -> Result<()> {
+        self.cache.ready().await
+    }
+
+    /// [`ready`](Self::ready) within `timeout`. See [`Cache::ready_timeout`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Cache::ready_timeout`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub async fn ready_timeout(&self, timeout: std::time::Duration) -> Result<()> {
+        self.cache.ready_timeout(timeout).await
     }
 
     /// Where the view stands with its server.
@@ -70,9 +85,9 @@ impl NodeCache {
         self.cache.state()
     }
 
-    /// Follows the view's state. See [`Cache::states`].
-    pub fn states(&self) -> Transitions<CacheState> {
-        self.cache.states()
+    /// Follows the view's state. See [`Cache::watch`].
+    pub fn watch(&self) -> Transitions<CacheState> {
+        self.cache.watch()
     }
 
     /// The underlying cache.
@@ -81,7 +96,15 @@ impl NodeCache {
     }
 
     /// Stops following the node. See [`Cache::close`].
-    pub async fn close(&self) {
+    ///
+    /// # Errors
+    ///
+    /// As [`Cache::close`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Cache::close`].
+    pub async fn close(&self) -> Result<()> {
         self.cache.close().await
     }
 }
@@ -97,7 +120,7 @@ impl NodeCache {
 /// # async fn f(client: zk_client::Client) -> zk_recipes::Result<()> {
 /// use zk_recipes::cache::ChildrenCache;
 /// let members = ChildrenCache::new(client, "/group")?;
-/// members.initialized().await?;
+/// members.ready().await?;
 /// for name in members.names() {
 ///     println!("member {name}");
 /// }
@@ -144,7 +167,7 @@ impl ChildrenCache {
 
     /// The child called `name`.
     pub fn get(&self, name: &str) -> Option<ChildData> {
-        self.cache.get(&super::store::join(self.cache.path(), name))
+        self.cache.get(&crate::path::join(self.cache.path(), name))
     }
 
     /// The parent node itself, if it exists.
@@ -159,13 +182,26 @@ impl ChildrenCache {
             .subscribe(Filter::Except(self.cache.path().to_owned()))
     }
 
-    /// Waits until the children were loaded once. See [`Cache::initialized`].
+    /// Waits until the children were loaded once. See [`Cache::ready`].
     ///
     /// # Errors
     ///
-    /// As [`Cache::initialized`].
-    pub async fn initialized(&self) -> Result<()> {
-        self.cache.initialized().await
+    /// As [`Cache::ready`].
+    pub async fn ready(&self) -> Result<()> {
+        self.cache.ready().await
+    }
+
+    /// [`ready`](Self::ready) within `timeout`. See [`Cache::ready_timeout`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Cache::ready_timeout`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub async fn ready_timeout(&self, timeout: std::time::Duration) -> Result<()> {
+        self.cache.ready_timeout(timeout).await
     }
 
     /// Where the view stands with its server.
@@ -173,9 +209,9 @@ impl ChildrenCache {
         self.cache.state()
     }
 
-    /// Follows the view's state. See [`Cache::states`].
-    pub fn states(&self) -> Transitions<CacheState> {
-        self.cache.states()
+    /// Follows the view's state. See [`Cache::watch`].
+    pub fn watch(&self) -> Transitions<CacheState> {
+        self.cache.watch()
     }
 
     /// The underlying cache.
@@ -184,7 +220,15 @@ impl ChildrenCache {
     }
 
     /// Stops following the children. See [`Cache::close`].
-    pub async fn close(&self) {
+    ///
+    /// # Errors
+    ///
+    /// As [`Cache::close`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Cache::close`].
+    pub async fn close(&self) -> Result<()> {
         self.cache.close().await
     }
 }

@@ -7,8 +7,9 @@ use tracing::warn;
 use zk_client::{Observable, SessionManager, Transitions};
 
 use super::instance::ServiceInstance;
-use crate::cache::{ChildData, ChildrenCache, Following};
-use crate::error::{Error, Result};
+use crate::cache::{ChildData, ChildrenCache};
+use crate::error::Result;
+use crate::session::Following;
 
 /// A service's instances, kept up to date with a watch on `<base>/<name>` (Curator's
 /// `ServiceCache`): instances join, change and leave the cache as their nodes do, across
@@ -26,8 +27,11 @@ impl ServiceCache {
         let cache = ChildrenCache::new_managed(manager, &path)?;
         let service = path.clone();
         let instances = Following::start(
-            cache.clone(),
-            move |children| Instances::Current(parse(&service, children)),
+            cache.events(),
+            {
+                let cache = cache.clone();
+                move || Instances::Current(parse(&service, cache.children()))
+            },
             Instances::Ended,
         );
         Ok(ServiceCache {
@@ -47,9 +51,10 @@ impl ServiceCache {
         parse(&self.path, self.cache.children())
     }
 
-    /// Whether the cache has read the service once.
-    pub fn is_loaded(&self) -> bool {
-        self.cache.cache().is_initialized()
+    /// Whether the cache has read the service once ([`ready`](Self::ready) would return at
+    /// once).
+    pub fn is_ready(&self) -> bool {
+        self.cache.cache().is_ready()
     }
 
     /// Waits until the cache has read the service once.
@@ -61,34 +66,46 @@ impl ServiceCache {
     /// # Cancel safety
     ///
     /// Cancel safe.
-    pub async fn wait_loaded(&self) -> Result<()> {
-        self.cache.initialized().await
+    pub async fn ready(&self) -> Result<()> {
+        self.cache.ready().await
     }
 
-    /// [`wait_loaded`](Self::wait_loaded) within `timeout`.
+    /// [`ready`](Self::ready) within `timeout`.
     ///
     /// # Errors
     ///
-    /// [`Error::Timeout`] after `timeout`; otherwise as [`wait_loaded`](Self::wait_loaded).
+    /// [`Error::Timeout`](crate::Error::Timeout) after `timeout`; otherwise as [`ready`](Self::ready).
     ///
     /// # Cancel safety
     ///
     /// Cancel safe.
-    pub async fn wait_loaded_timeout(&self, timeout: Duration) -> Result<()> {
-        tokio::time::timeout(timeout, self.cache.initialized())
-            .await
-            .map_err(|_| Error::Timeout)?
+    pub async fn ready_timeout(&self, timeout: Duration) -> Result<()> {
+        self.cache.ready_timeout(timeout).await
     }
 
     /// Follows the cached instances (ordered by node name) with [`Transitions`], the type
     /// that follows a session's state, a lock's state and leadership too. It ends with
     /// [`Instances::Ended`] once the cache is dropped or its session manager ended.
-    pub fn changes(&self) -> Transitions<Instances> {
+    pub fn watch(&self) -> Transitions<Instances> {
         self.instances.subscribe()
+    }
+
+    /// Stops following the service: the cache ends and [`watch`](Self::watch) ends with
+    /// [`Instances::Ended`]. Dropping the cache does the same in the background.
+    ///
+    /// # Errors
+    ///
+    /// As [`Cache::close`](crate::cache::Cache::close).
+    ///
+    /// # Cancel safety
+    ///
+    /// The cache stops as soon as this is called; the future only waits for its task.
+    pub async fn close(&self) -> Result<()> {
+        self.cache.close().await
     }
 }
 
-/// A service's instances as [`ServiceCache::changes`] follows them.
+/// A service's instances as [`ServiceCache::watch`] follows them.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Instances {
@@ -156,6 +173,19 @@ impl ServiceProvider {
     /// The cache underneath.
     pub fn cache(&self) -> &ServiceCache {
         &self.cache
+    }
+
+    /// Stops the cache underneath (see [`ServiceCache::close`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`ServiceCache::close`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`ServiceCache::close`].
+    pub async fn close(&self) -> Result<()> {
+        self.cache.close().await
     }
 
     /// Every instance that may be picked now.

@@ -10,9 +10,10 @@ use zk_client::{Client, CreateMode, CreateOptions, SessionManager};
 use super::cache::{ProviderStrategy, ServiceCache, ServiceProvider};
 use super::instance::{ServiceInstance, ServiceType};
 use crate::error::{Error, Result};
-use crate::node::kernel::child_path;
-use crate::node::kernel::{check_base, delete_guaranteed, retry_after, retrying, turns};
 use crate::node::{NodeOptions, PersistentNode};
+use crate::path::{check_base, check_segment as check_path_segment, join as child_path};
+use crate::queue::delete_guaranteed;
+use crate::retry::{gave_up, retry_after, retrying, turns};
 
 /// How long [`ServiceDiscovery::register`] waits for a dynamic instance's node.
 const REGISTER_WAIT: Duration = Duration::from_secs(3600);
@@ -44,7 +45,7 @@ enum Registration {
 /// use zk_recipes::discovery::{ProviderStrategy, ServiceDiscovery, ServiceInstance};
 ///
 /// let manager = SessionManager::connect(Client::builder("127.0.0.1:2181")).await?;
-/// let discovery = ServiceDiscovery::new(&manager, "/services")?;
+/// let discovery = ServiceDiscovery::new_managed(&manager, "/services")?;
 /// let me = ServiceInstance::new("orders", "10.0.0.7", 8080);
 /// discovery.register(&me).await?;
 ///
@@ -68,7 +69,7 @@ impl ServiceDiscovery {
     /// # Errors
     ///
     /// [`Error::InvalidPath`] for a relative path or the root.
-    pub fn new(manager: &SessionManager, base_path: &str) -> Result<ServiceDiscovery> {
+    pub fn new_managed(manager: &SessionManager, base_path: &str) -> Result<ServiceDiscovery> {
         Ok(ServiceDiscovery {
             manager: manager.clone(),
             base: check_base(base_path)?,
@@ -95,7 +96,7 @@ impl ServiceDiscovery {
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for an empty or `/`-containing name or id; `NoAuth` and the
-    /// reasons the node could not be kept (see [`PersistentNode::initial_create`]).
+    /// reasons the node could not be kept (see [`PersistentNode::ready`]).
     ///
     /// # Cancel safety
     ///
@@ -120,10 +121,11 @@ impl ServiceDiscovery {
                 // Curator's names, unprotected: `<id>` or `<id><sequence>` (a sequential
                 // create whose reply is lost cannot be found again: Curator has the same gap).
                 let options = NodeOptions::new(mode);
-                let node = PersistentNode::start(&self.manager, &path, json.as_bytes(), options)?;
+                let node =
+                    PersistentNode::new_managed(&self.manager, &path, json.as_bytes(), options)?;
                 // A registration that cannot be kept (NoAuth, say) is not remembered; its
                 // handle is dropped, which removes anything it made.
-                node.initial_create_timeout(REGISTER_WAIT).await?;
+                node.ready_timeout(REGISTER_WAIT).await?;
                 registered.insert(key, Registration::Dynamic(node));
                 Ok(())
             }
@@ -167,7 +169,9 @@ impl ServiceDiscovery {
         let removed = self.registered.lock().await.remove(&key);
         match removed {
             Some(Registration::Dynamic(node)) => node.close().await,
-            Some(Registration::Persistent(path)) => delete_guaranteed(&self.client(), &path).await,
+            Some(Registration::Persistent(path)) => delete_guaranteed(&self.client(), &path, None)
+                .await
+                .map(drop),
             None => Ok(()),
         }
     }
@@ -302,15 +306,12 @@ async fn write_persistent(client: &Client, path: &str, data: &[u8]) -> Result<()
             Err(e) => retry_after(client, e).await?,
         }
     }
-    Err(crate::node::kernel::gave_up())
+    Err(gave_up())
 }
 
 fn check_segment(segment: &str) -> Result<()> {
-    if segment.is_empty() || segment.contains('/') || segment == "." || segment == ".." {
-        Err(Error::InvalidArgument(
-            "a service name or instance id is one non-empty path segment",
-        ))
-    } else {
-        Ok(())
-    }
+    check_path_segment(
+        segment,
+        "a service name or instance id is one non-empty path segment",
+    )
 }

@@ -17,7 +17,7 @@ use tracing::{debug, warn};
 use zk_client::{Client, CreateMode, EventType, Publisher, SessionState, Stat};
 
 use super::{Leadership, LeadershipPolicy, Term};
-use crate::error::{Error, LossReason, Result};
+use crate::error::{Error, Result};
 use crate::queue::{list, naming, wait_for_node, Order, Protected};
 use crate::retry::{gave_up, retry_after, turns};
 
@@ -92,11 +92,7 @@ pub(crate) async fn elect(ctx: &Ctx, client: &Client) -> Result<Ended> {
 }
 
 fn is_session_end(e: &Error) -> bool {
-    match e {
-        Error::LockLost(LossReason::SessionEnded) => true,
-        Error::Client(e) => e.is_terminal(),
-        _ => false,
-    }
+    e.is_session_end()
 }
 
 async fn elect_inner(ctx: &Ctx, client: &Client) -> Result<Ended> {
@@ -133,7 +129,7 @@ async fn follow(ctx: &Ctx, client: &Client, ours: &str) -> Result<()> {
             continue;
         };
         // Any wake-up: list again.
-        wait_for_node(client, &format!("{}/{previous}", ctx.base)).await?;
+        wait_for_node(client, &crate::path::join(&ctx.base, previous)).await?;
     }
     Err(gave_up())
 }
@@ -143,8 +139,8 @@ async fn follow(ctx: &Ctx, client: &Client, ours: &str) -> Result<()> {
 /// Returns `false` when our node is gone (or was another session's and is removed now),
 /// `true` to look at the queue again.
 async fn lead(ctx: &Ctx, client: &Client, ours: &str) -> Result<bool> {
-    let path = format!("{}/{ours}", ctx.base);
-    let mut states = client.state_watcher();
+    let path = crate::path::join(&ctx.base, ours);
+    let mut states = client.watch();
     let (stat, mut watcher) = match client.get_data_watch(&path).await {
         Ok((_, stat, watcher)) => (stat, watcher),
         Err(zk_client::Error::NoNode) => return Ok(false),
@@ -199,7 +195,11 @@ async fn lead(ctx: &Ctx, client: &Client, ours: &str) -> Result<bool> {
 fn on_state(ctx: &Ctx, state: SessionState) -> Option<Result<bool>> {
     if state.is_terminal() {
         ctx.step_down();
-        return Some(Err(Error::LockLost(LossReason::SessionEnded)));
+        return Some(Err(Error::Client(match state {
+            SessionState::AuthFailed => zk_client::Error::AuthFailed,
+            SessionState::Closed => zk_client::Error::Closed,
+            _ => zk_client::Error::SessionExpired,
+        })));
     }
     match (ctx.policy, state) {
         (LeadershipPolicy::Standard, SessionState::Connected) => {

@@ -4,19 +4,17 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
-use zk_client::{Client, Generations, Publisher, SessionManager, Transitions};
+use zk_client::{Client, Publisher, SessionManager, Transitions};
 
 use super::election::{elect, Ctx, Ended, LATCH_NAME};
 use super::{Leadership, LeadershipPolicy, Term};
 use crate::error::{Error, Result};
-use crate::queue::{check_base, participants, Order, Participant};
-use crate::retry::{deadline_after, turns, until};
-
-/// Pause before retrying the election after an unexpected server error.
-const RETRY_PAUSE: Duration = Duration::from_millis(500);
+use crate::path::check_base;
+use crate::queue::{participants, Order, Participant};
+use crate::retry::{deadline_after, turns, until, Pacing};
+use crate::session::{Background, NoNext, Sessions, Source};
 
 /// A leader latch: every participant adds a node under one path; the first node's owner
 /// leads until it closes, its session ends, or (by default) its connection is lost.
@@ -39,11 +37,11 @@ const RETRY_PAUSE: Duration = Duration::from_millis(500);
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// use std::time::Duration;
 /// use zk_client::{Client, SessionManager};
-/// use zk_recipes::{LeaderLatch, LeadershipPolicy};
+/// use zk_recipes::leader::{LeaderLatch, LeadershipPolicy};
 ///
 /// let manager = SessionManager::connect(Client::builder("127.0.0.1:2181")).await?;
-/// let latch = LeaderLatch::start(&manager, "/election/reports", "worker-1", LeadershipPolicy::Standard)?;
-/// let term = latch.await_leadership_timeout(Duration::from_secs(30)).await?;
+/// let latch = LeaderLatch::new_managed(&manager, "/election/reports", "worker-1", LeadershipPolicy::Standard)?;
+/// let term = latch.ready_timeout(Duration::from_secs(30)).await?;
 /// println!("leading, fencing token {}", term.fencing_token);
 /// let mut changes = latch.watch();
 /// changes.wait_for(|s| !s.is_leader()).await;
@@ -63,15 +61,8 @@ struct Inner {
     id: String,
     manager: SessionManager,
     state: Arc<Publisher<Leadership>>,
-    stop: CancellationToken,
-    task: Mutex<Option<JoinHandle<()>>>,
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        // The task removes our node and ends.
-        self.stop.cancel();
-    }
+    /// Dropping it stops the task, which removes our node and ends.
+    task: Background,
 }
 
 impl LeaderLatch {
@@ -85,7 +76,7 @@ impl LeaderLatch {
     /// # Panics
     ///
     /// Outside a tokio runtime (the election runs in a spawned task), as `tokio::spawn`.
-    pub fn start(
+    pub fn new_managed(
         manager: &SessionManager,
         path: &str,
         id: &str,
@@ -113,8 +104,8 @@ impl LeaderLatch {
             own: Arc::new(Mutex::new(None)),
             terms: AtomicU64::new(0),
         };
-        let stop = CancellationToken::new();
-        let task = tokio::spawn(run(ctx, manager.watch(), stop.clone()));
+        let sessions = Source::Manager(manager.clone()).sessions();
+        let task = Background::spawn(|stop| run(ctx, sessions, stop));
         Ok(LeaderLatch {
             inner: Arc::new(Inner {
                 base,
@@ -122,8 +113,7 @@ impl LeaderLatch {
                 id: id.to_owned(),
                 manager: manager.clone(),
                 state,
-                stop,
-                task: Mutex::new(Some(task)),
+                task,
             }),
         })
     }
@@ -165,7 +155,7 @@ impl LeaderLatch {
     /// # Cancel safety
     ///
     /// Cancel safe: it only observes.
-    pub async fn await_leadership(&self) -> Result<Term> {
+    pub async fn ready(&self) -> Result<Term> {
         let mut rx = self.inner.state.subscribe();
         // `Closed` is final, so this ends with it at the latest.
         match rx.wait_for(|s| s.is_leader()).await {
@@ -179,13 +169,13 @@ impl LeaderLatch {
     /// # Errors
     ///
     /// [`Error::Timeout`] when `timeout` passes first; otherwise as
-    /// [`await_leadership`](Self::await_leadership).
+    /// [`ready`](Self::ready).
     ///
     /// # Cancel safety
     ///
     /// Cancel safe: it only observes.
-    pub async fn await_leadership_timeout(&self, timeout: Duration) -> Result<Term> {
-        until(deadline_after(Some(timeout)), self.await_leadership()).await
+    pub async fn ready_timeout(&self, timeout: Duration) -> Result<Term> {
+        until(deadline_after(Some(timeout)), self.ready()).await
     }
 
     /// Every participant in election order, ids read from the nodes (Curator's
@@ -234,13 +224,7 @@ impl LeaderLatch {
     /// The latch stops as soon as this is called; dropping the future leaves the node's
     /// removal to the background task.
     pub async fn close(&self) -> Result<()> {
-        self.inner.stop.cancel();
-        let task = self.inner.task.lock().ok().and_then(|mut t| t.take());
-        if let Some(task) = task {
-            if let Err(e) = task.await {
-                warn!(error = %e, "leader latch task failed");
-            }
-        }
+        self.inner.task.close().await;
         Ok(())
     }
 
@@ -250,8 +234,10 @@ impl LeaderLatch {
 }
 
 /// The latch's task: the election on each session the manager publishes, until stopped.
-async fn run(ctx: Ctx, mut clients: Generations, stop: CancellationToken) {
-    let mut client = clients.current().client.clone();
+async fn run(ctx: Ctx, mut sessions: Sessions, stop: CancellationToken) {
+    let mut client = sessions.client().clone();
+    // Paces the retries after an election error.
+    let mut pacing = Pacing::new();
     // Bounded as every retry loop (sessions and error retries).
     for _ in turns() {
         let ended = tokio::select! {
@@ -262,20 +248,25 @@ async fn run(ctx: Ctx, mut clients: Generations, stop: CancellationToken) {
         match ended {
             Ok(Ended::SessionEnded) => {
                 debug!(base = %ctx.base, "session ended; waiting for the next one");
-                let next = tokio::select! {
-                    _ = stop.cancelled() => break,
-                    next = clients.changed() => next.live(),
-                };
-                match next {
-                    Ok(generation) => client = generation.client,
-                    Err(_) => break,
+                // Paced: sessions that die at once are not re-joined at full speed.
+                match sessions.next(&stop).await {
+                    Ok(next) => client = next,
+                    Err(NoNext::Stopped) => break,
+                    Err(NoNext::Ended(e)) => {
+                        debug!(base = %ctx.base, error = %e, "no next session; the latch ends");
+                        break;
+                    }
                 }
             }
             Err(e) => {
                 warn!(base = %ctx.base, error = %e, "election failed; retrying");
-                tokio::select! {
-                    _ = stop.cancelled() => break,
-                    _ = tokio::time::sleep(RETRY_PAUSE) => {}
+                match pacing.wait(Duration::ZERO, &stop).await {
+                    Ok(true) => {}
+                    Ok(false) => break,
+                    Err(e) => {
+                        warn!(base = %ctx.base, error = %e, "the latch ends");
+                        break;
+                    }
                 }
             }
         }

@@ -8,10 +8,10 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use zk_client::{Client, SessionManager};
-//! use zk_recipes::{LeaderLatch, Leadership, LeadershipPolicy};
+//! use zk_recipes::leader::{LeaderLatch, Leadership, LeadershipPolicy};
 //!
 //! let manager = SessionManager::connect(Client::builder("127.0.0.1:2181")).await?;
-//! let latch = LeaderLatch::start(&manager, "/election/app", "me", LeadershipPolicy::Standard)?;
+//! let latch = LeaderLatch::new_managed(&manager, "/election/app", "me", LeadershipPolicy::Standard)?;
 //! // The one transition type of both crates (zk_client::Transitions), as for a lock's state.
 //! let mut changes = latch.watch();
 //! loop {

@@ -1,9 +1,8 @@
 //! [`LeaderSelector`]: runs the caller's work while leader, in Curator's mutex layout.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 use zk_client::{Client, Publisher, SessionManager, Transitions};
@@ -12,8 +11,10 @@ use super::election::MUTEX_NAME;
 use super::latch::LeaderLatch;
 use super::{Leadership, LeadershipPolicy, Term};
 use crate::error::{Error, Result};
-use crate::queue::{check_base, participants, Order, Participant};
+use crate::path::check_base;
+use crate::queue::{participants, Order, Participant};
 use crate::retry::turns;
+use crate::session::Background;
 
 /// Runs a future while this participant leads; drops it (cancelling it) the moment
 /// leadership is lost; optionally queues again afterwards (Curator's `autoRequeue`).
@@ -35,13 +36,13 @@ use crate::retry::turns;
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// use zk_client::{Client, Publisher, SessionManager, Transitions};
-/// use zk_recipes::{LeaderSelector, LeadershipPolicy};
+/// use zk_recipes::leader::{LeaderSelector, LeadershipPolicy};
 ///
 /// let manager = SessionManager::connect(Client::builder("127.0.0.1:2181")).await?;
-/// let selector = LeaderSelector::builder(&manager, "/election/compactor", "node-7")
+/// let selector = LeaderSelector::builder("/election/compactor", "node-7")
 ///     .policy(LeadershipPolicy::Standard)
 ///     .auto_requeue(true)
-///     .start(|client, term| async move {
+///     .build_managed(&manager, |client, term| async move {
 ///         println!("leading with token {}", term.fencing_token);
 ///         // ... work; dropped if leadership is lost ...
 ///         let _ = client.sync("/").await;
@@ -54,23 +55,16 @@ pub struct LeaderSelector {
     base: String,
     manager: SessionManager,
     state: Arc<Publisher<Leadership>>,
-    stop: CancellationToken,
-    task: Mutex<Option<JoinHandle<()>>>,
-}
-
-impl Drop for LeaderSelector {
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
+    /// Dropping it stops the task, which drops the work and removes our node.
+    task: Background,
 }
 
 /// Options of a [`LeaderSelector`], from [`LeaderSelector::builder`]: the policy
 /// (default [`LeadershipPolicy::Standard`]) and whether to queue again after each term
 /// (default off, as Curator's `autoRequeue`).
 #[derive(Debug, Clone)]
-#[must_use = "a builder does nothing until started"]
+#[must_use = "a builder does nothing until built"]
 pub struct LeaderSelectorBuilder {
-    manager: SessionManager,
     path: String,
     id: String,
     policy: LeadershipPolicy,
@@ -91,8 +85,8 @@ impl LeaderSelectorBuilder {
         self
     }
 
-    /// Joins the election and returns at once. Each time we lead, `work(client, term)`
-    /// runs (with the client of the session that leads); when it returns, we give
+    /// Joins the election on `manager`'s sessions and returns at once. Each time we lead,
+    /// `work(client, term)` runs (with the client of the session that leads); when it returns, we give
     /// leadership up, and queue again with [`auto_requeue`](Self::auto_requeue).
     ///
     /// # Errors
@@ -102,43 +96,39 @@ impl LeaderSelectorBuilder {
     /// # Panics
     ///
     /// Outside a tokio runtime (the election runs in a spawned task), as `tokio::spawn`.
-    pub fn start<F, Fut>(self, work: F) -> Result<LeaderSelector>
+    pub fn build_managed<F, Fut>(self, manager: &SessionManager, work: F) -> Result<LeaderSelector>
     where
         F: FnMut(Client, Term) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
         let base = check_base(&self.path)?;
         let state = Arc::new(Publisher::new(Leadership::Follower));
-        let stop = CancellationToken::new();
         let turn = Turn {
-            manager: self.manager.clone(),
+            manager: manager.clone(),
             base: base.clone(),
             id: self.id,
             policy: self.policy,
         };
-        let task = tokio::spawn(run(
-            turn,
-            self.auto_requeue,
-            work,
-            state.clone(),
-            stop.clone(),
-        ));
+        let auto_requeue = self.auto_requeue;
+        let task = Background::spawn({
+            let state = state.clone();
+            |stop| run(turn, auto_requeue, work, state, stop)
+        });
         Ok(LeaderSelector {
             base,
-            manager: self.manager,
+            manager: manager.clone(),
             state,
-            stop,
-            task: Mutex::new(Some(task)),
+            task,
         })
     }
 }
 
 impl LeaderSelector {
-    /// A selector on `path` as participant `id`, on `manager`'s sessions: set its options,
-    /// then [`start`](LeaderSelectorBuilder::start) it with the work to run while leading.
-    pub fn builder(manager: &SessionManager, path: &str, id: &str) -> LeaderSelectorBuilder {
+    /// A selector on `path` as participant `id`: set its options, then
+    /// [`build_managed`](LeaderSelectorBuilder::build_managed) it on a session manager with
+    /// the work to run while leading.
+    pub fn builder(path: &str, id: &str) -> LeaderSelectorBuilder {
         LeaderSelectorBuilder {
-            manager: manager.clone(),
             path: path.to_owned(),
             id: id.to_owned(),
             policy: LeadershipPolicy::default(),
@@ -198,13 +188,7 @@ impl LeaderSelector {
     /// The selector stops as soon as this is called; dropping the future leaves the node's
     /// removal to the background task.
     pub async fn close(&self) -> Result<()> {
-        self.stop.cancel();
-        let task = self.task.lock().ok().and_then(|mut t| t.take());
-        if let Some(task) = task {
-            if let Err(e) = task.await {
-                warn!(error = %e, "leader selector task failed");
-            }
-        }
+        self.task.close().await;
         Ok(())
     }
 }
@@ -261,7 +245,7 @@ where
     let outcome = async {
         let latch_term = tokio::select! {
             _ = stop.cancelled() => return Ok::<bool, Error>(false),
-            term = latch.await_leadership() => term?,
+            term = latch.ready() => term?,
         };
         let latch_number = latch_term.number;
         let term = Term {

@@ -12,9 +12,8 @@ use zk_client::{Client, CreateMode, CreateOptions, Stat};
 use super::support::local_permit;
 use crate::error::{Error, Result};
 use crate::guard::{Hold, LockGuard};
-use crate::queue::{
-    check_base, delete_guaranteed, ensure_containers, BoxTask, OnDrop, Participant,
-};
+use crate::path::check_base;
+use crate::queue::{delete_guaranteed, ensure_containers, BoxTask, OnDrop, Participant};
 use crate::retry::{deadline_after, gave_up, retry_after, retrying, turns, until};
 
 /// A simple exclusive lock: whoever creates the ephemeral node at `path` holds it; the others
@@ -22,7 +21,7 @@ use crate::retry::{deadline_after, gave_up, retry_after, retrying, turns, until}
 ///
 /// Prefer it when contention is rare and the holder set is small: acquiring costs one create,
 /// there is no queue to list and no parent node to keep. It is **not fair** and each release
-/// wakes every waiter (a herd): with many waiters use [`crate::FairLock`].
+/// wakes every waiter (a herd): with many waiters use [`crate::lock::FairLock`].
 ///
 /// The node's data is a guid of the acquisition (or the owner data chosen with
 /// [`with_owner_data`](Self::with_owner_data)), so a create whose reply was lost is
@@ -32,7 +31,7 @@ use crate::retry::{deadline_after, gave_up, retry_after, retrying, turns, until}
 ///
 /// ```no_run
 /// # async fn demo(client: zk_client::Client) -> Result<(), zk_recipes::Error> {
-/// let lock = zk_recipes::ExclusiveLock::new(client, "/locks/leader")?;
+/// let lock = zk_recipes::lock::ExclusiveLock::new(client, "/locks/leader")?;
 /// if let Some(guard) = lock.try_acquire().await? {
 ///     guard.release().await?;
 /// }

@@ -12,8 +12,9 @@ use zk_client::Client;
 use super::support::{local_permit, Owner};
 use crate::error::{Error, Result};
 use crate::guard::{Hold, LockGuard, ReleaseHook};
-use crate::queue::naming::{self, Intent, MUTEX_LOCK_NAME};
-use crate::queue::{acquire, check_base, participants, HandOff, Order, Participant, QueueSpec};
+use crate::path::check_base;
+use crate::queue::naming::{Intent, MUTEX_LOCK_NAME};
+use crate::queue::{acquire, participants, HandOff, Order, Participant, QueueSpec};
 use crate::retry::deadline_after;
 
 /// Who holds the lock in this process, for re-entry.
@@ -25,7 +26,7 @@ pub(crate) struct Inner {
     /// One local holder (or waiter in ZooKeeper) at a time per instance.
     local: Arc<Semaphore>,
     holder: Holder,
-    /// For a read lock: the write lock of the same [`crate::ReadWriteLock`], whose node does
+    /// For a read lock: the write lock of the same [`crate::lock::ReadWriteLock`], whose node does
     /// not block its own owner's read (a downgrade).
     companion: Option<Arc<Inner>>,
     /// The `kind` label of its lock metrics and spans; `None` for a lock inside another
@@ -76,7 +77,7 @@ impl Inner {
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// use std::time::Duration;
-/// use zk_recipes::FairLock;
+/// use zk_recipes::lock::FairLock;
 ///
 /// let client = zk_client::Client::connect("127.0.0.1:2181").await?;
 /// let lock = FairLock::new(client, "/locks/reports")?;
@@ -152,7 +153,7 @@ impl FairLock {
     ///
     /// ```no_run
     /// # fn f(client: zk_client::Client) -> Result<(), zk_recipes::Error> {
-    /// let lock = zk_recipes::FairLock::new(client, "/locks/jobs")?.with_owner_data("worker-7");
+    /// let lock = zk_recipes::lock::FairLock::new(client, "/locks/jobs")?.with_owner_data("worker-7");
     /// # Ok(()) }
     /// ```
     pub fn with_owner_data(&self, data: impl Into<Bytes>) -> FairLock {
@@ -170,7 +171,7 @@ impl FairLock {
     ///
     /// ```no_run
     /// # fn f(client: zk_client::Client) -> Result<(), zk_recipes::Error> {
-    /// use zk_recipes::{FairLock, HandOff};
+    /// use zk_recipes::lock::{FairLock, HandOff};
     /// let lock = FairLock::new(client, "/locks/jobs")?.with_hand_off(HandOff::Prepared);
     /// assert_eq!(lock.hand_off(), HandOff::Prepared);
     /// # Ok(()) }
@@ -325,7 +326,7 @@ impl FairLock {
             .companion
             .as_ref()
             .and_then(|w| w.current_hold())
-            .map(|h| naming::base_name(h.path()).to_owned());
+            .map(|h| crate::path::name(h.path()).to_owned());
         let Some(acquired) = acquire(
             &self.inner.client,
             &self.inner.spec,

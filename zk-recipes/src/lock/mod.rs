@@ -1,4 +1,6 @@
-//! Distributed locks.
+//! Distributed locks in Curator's layouts, the guard that proves holding one
+//! ([`LockGuard`]: fencing token, fenced writes, [`LockState`] followed with
+//! [`LockGuard::watch`]) and Curator's cooperative revocation ([`revoke`]).
 //!
 //! | lock | nodes | fair | wakes on release | use when |
 //! |---|---|---|---|---|
@@ -12,6 +14,10 @@ mod multi;
 mod shared;
 mod support;
 
+pub use crate::guard::LockGuard;
+pub use crate::queue::{HandOff, Released};
+pub use crate::revoke::{revoke, REVOKE_MESSAGE};
+pub use crate::state::LockState;
 pub use exclusive::ExclusiveLock;
 pub use fair::FairLock;
 pub use multi::{AcquireFuture, Lock, MultiGuard, MultiLock};

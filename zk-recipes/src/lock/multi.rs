@@ -18,7 +18,7 @@ use crate::retry::deadline_after;
 pub type AcquireFuture<'a> = Pin<Box<dyn Future<Output = Result<LockGuard>> + Send + 'a>>;
 
 /// A lock a [`MultiLock`] can take: [`FairLock`] (either side of a
-/// [`ReadWriteLock`](crate::ReadWriteLock) too), [`ExclusiveLock`], [`SemaphoreMutex`](crate::SemaphoreMutex).
+/// [`ReadWriteLock`](crate::lock::ReadWriteLock) too), [`ExclusiveLock`], [`SemaphoreMutex`](crate::semaphore::SemaphoreMutex).
 pub trait Lock: Send + Sync + std::fmt::Debug {
     /// Waits for the lock until `deadline` (none: no limit).
     ///
@@ -71,7 +71,7 @@ fn remaining(deadline: Option<Instant>) -> Option<std::time::Duration> {
 /// ```no_run
 /// # async fn demo(client: zk_client::Client) -> Result<(), zk_recipes::Error> {
 /// use std::time::Duration;
-/// use zk_recipes::{FairLock, MultiLock};
+/// use zk_recipes::lock::{FairLock, MultiLock};
 ///
 /// let both = MultiLock::new(vec![
 ///     Box::new(FairLock::new(client.clone(), "/locks/account-1")?),

@@ -4,8 +4,9 @@ use zk_client::Client;
 
 use super::fair::FairLock;
 use crate::error::Result;
+use crate::path::check_base;
 use crate::queue::naming::{Intent, READ_LOCK_NAME, WRITE_LOCK_NAME};
-use crate::queue::{check_base, HandOff, Participant, QueueSpec};
+use crate::queue::{HandOff, Participant, QueueSpec};
 use bytes::Bytes;
 
 /// A fair read/write lock: readers hold it together unless a writer queued before them;
@@ -15,7 +16,7 @@ use bytes::Bytes;
 /// layout, in one queue ordered by sequence number. A writer waits for its immediate
 /// predecessor; a reader waits only for the nearest write node queued before it. So a
 /// writer's release wakes exactly the readers it unblocks (and a reader's release wakes at
-/// most the writer right behind it); with [`HandOff::Prepared`](crate::HandOff::Prepared),
+/// most the writer right behind it); with [`HandOff::Prepared`](crate::lock::HandOff::Prepared),
 /// also a waiter two blockers behind. Curator's readers watch the lowest write node instead,
 /// which is equally safe.
 ///
@@ -36,7 +37,7 @@ use bytes::Bytes;
 ///
 /// ```no_run
 /// # async fn demo(client: zk_client::Client) -> Result<(), zk_recipes::Error> {
-/// use zk_recipes::ReadWriteLock;
+/// use zk_recipes::lock::ReadWriteLock;
 ///
 /// let lock = ReadWriteLock::new(client, "/locks/catalog")?;
 /// let reading = lock.read_lock().acquire().await?;   // shared with other readers

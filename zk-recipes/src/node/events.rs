@@ -1,43 +1,28 @@
 //! [`NodeEvents`]: one consumer's stream of a [`PersistentNode`](super::PersistentNode)'s
-//! events, with lag reported in the stream, as a cache's
-//! [`CacheEvents`](crate::cache::CacheEvents) does.
+//! events, with lag reported in the stream (the base's event stream, as a cache's
+//! [`CacheEvents`](crate::cache::CacheEvents)).
 
 use std::pin::Pin;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 
-use tokio::sync::broadcast::{self, error::RecvError};
-use tokio_util::sync::ReusableBoxFuture;
+use tokio::sync::broadcast;
 
-use super::persistent::NodeEvent;
-
-type Received = (Result<NodeEvent, RecvError>, broadcast::Receiver<NodeEvent>);
-
-async fn recv(mut rx: broadcast::Receiver<NodeEvent>) -> Received {
-    (rx.recv().await, rx)
-}
+use super::shared::NodeEvent;
+use crate::session::Events;
 
 /// The events of a node from the moment this stream was made, in order. A
 /// [`Stream`](futures_core::Stream) of [`NodeEvent`]; it ends when the node is closed (or
 /// stopped for good). A consumer that falls more than 256 events behind gets
 /// [`NodeEvent::Lagged`] with the number it missed, then the events after them.
+#[derive(Debug)]
 pub struct NodeEvents {
-    next: ReusableBoxFuture<'static, Received>,
-    ended: bool,
-}
-
-impl std::fmt::Debug for NodeEvents {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NodeEvents")
-            .field("ended", &self.ended)
-            .finish()
-    }
+    events: Events<NodeEvent>,
 }
 
 impl NodeEvents {
     pub(crate) fn new(rx: broadcast::Receiver<NodeEvent>) -> NodeEvents {
         NodeEvents {
-            next: ReusableBoxFuture::new(recv(rx)),
-            ended: false,
+            events: Events::new(rx, NodeEvent::Lagged),
         }
     }
 
@@ -52,19 +37,7 @@ impl NodeEvents {
 
     /// Polls for the next event (see [`next`](Self::next)).
     pub fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<NodeEvent>> {
-        if self.ended {
-            return Poll::Ready(None);
-        }
-        let (result, rx) = ready!(self.next.poll(cx));
-        self.next.set(recv(rx));
-        Poll::Ready(match result {
-            Ok(event) => Some(event),
-            Err(RecvError::Lagged(n)) => Some(NodeEvent::Lagged(n)),
-            Err(RecvError::Closed) => {
-                self.ended = true;
-                None
-            }
-        })
+        self.events.poll_event(cx)
     }
 }
 

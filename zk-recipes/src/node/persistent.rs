@@ -1,158 +1,18 @@
-//! [`PersistentNode`]: the handle, its options and its events. The work is in `run.rs`.
+//! [`PersistentNode`]: the handle. The work is in `run.rs`, what both share in `shared.rs`.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
-use zk_client::{Acl, CreateMode, SessionManager};
+use zk_client::SessionManager;
 
 use super::events::NodeEvents;
-use super::kernel::check_base;
 use super::run;
+use super::shared::{Command, NodeOptions, Shared, Status, EVENT_BUFFER};
 use crate::error::{Error, Result};
-
-/// How a [`PersistentNode`] creates its node.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeOptions {
-    /// The node's mode. A sequential mode applies to the first create only: re-creates use
-    /// the name the server gave (Curator does the same).
-    pub mode: CreateMode,
-    /// Put Curator's `_c_<uuid>-` prefix before the name, so that a create whose reply was
-    /// lost is found by its guid instead of being made twice. Needed to recover a
-    /// sequential node after a lost reply.
-    pub protected: bool,
-    /// Time to live, for the TTL modes: the node is touched (its data written again) every
-    /// half TTL so the server never reaps it while the handle lives.
-    pub ttl: Option<Duration>,
-    /// The node's ACL.
-    pub acl: Vec<Acl>,
-}
-
-impl NodeOptions {
-    /// Options for `mode`, not protected, open ACL.
-    pub fn new(mode: CreateMode) -> NodeOptions {
-        NodeOptions {
-            mode,
-            protected: false,
-            ttl: None,
-            acl: Acl::open_unsafe().to_vec(),
-        }
-    }
-
-    /// An ephemeral node (Curator's `PersistentEphemeralNode`, GroupMember's mode).
-    pub fn ephemeral() -> NodeOptions {
-        NodeOptions::new(CreateMode::Ephemeral)
-    }
-
-    /// A persistent node that is re-created when deleted.
-    pub fn persistent() -> NodeOptions {
-        NodeOptions::new(CreateMode::Persistent)
-    }
-
-    /// A persistent node with a time to live (`PERSISTENT_WITH_TTL`), touched every `ttl / 2`
-    /// while the handle lives. The server needs `zookeeper.extendedTypesEnabled=true`.
-    pub fn ttl(ttl: Duration) -> NodeOptions {
-        NodeOptions::new(CreateMode::PersistentWithTtl).with_ttl(ttl)
-    }
-
-    /// Sets [`protected`](Self::protected).
-    pub fn protected(mut self, yes: bool) -> NodeOptions {
-        self.protected = yes;
-        self
-    }
-
-    /// Sets the TTL.
-    pub fn with_ttl(mut self, ttl: Duration) -> NodeOptions {
-        self.ttl = Some(ttl);
-        self
-    }
-
-    /// Replaces the ACL.
-    pub fn with_acl(mut self, acl: Vec<Acl>) -> NodeOptions {
-        self.acl = acl;
-        self
-    }
-}
-
-/// What happened to a [`PersistentNode`]'s node, in order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum NodeEvent {
-    /// The node was first created (or an existing node of ours was taken over), at `path`.
-    Created {
-        /// The node's full path (with its protected prefix and sequence suffix, if any).
-        path: String,
-    },
-    /// The node was created again after it went (deleted by someone, or its session ended).
-    Recreated {
-        /// The node's full path.
-        path: String,
-    },
-    /// The node was seen gone: deleted by someone, or taken with an ended session.
-    Deleted {
-        /// The node's full path.
-        path: String,
-    },
-    /// The node's data changed: written by [`PersistentNode::set_data`], or by someone else
-    /// (which is kept: like Curator, the node does not overwrite others' edits until it
-    /// re-creates the node).
-    DataChanged {
-        /// The node's full path.
-        path: String,
-        /// The data now in the node.
-        data: Bytes,
-    },
-    /// This consumer fell behind and `n` events were dropped for it (as
-    /// [`CacheEvent::Lagged`](crate::cache::CacheEvent::Lagged)); read
-    /// [`PersistentNode::path`] and [`PersistentNode::data`] for the current state.
-    Lagged(u64),
-}
-
-/// What the node's task publishes.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Status {
-    /// The node's path while it is known to be present.
-    pub(crate) path: Option<String>,
-    /// Why the node stopped for good (closed, manager ended, an error such as `NoAuth`).
-    pub(crate) ended: Option<Error>,
-}
-
-/// A request from the handle to the task.
-#[derive(Debug)]
-pub(crate) enum Command {
-    SetData(Bytes, oneshot::Sender<Result<()>>),
-}
-
-/// What the handle and the task share.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    /// The path as given (before protection and sequence).
-    pub(crate) base: String,
-    pub(crate) options: NodeOptions,
-    /// The data the node should hold (what every create writes).
-    pub(crate) data: Mutex<Bytes>,
-    pub(crate) status: watch::Sender<Status>,
-    pub(crate) events: broadcast::Sender<NodeEvent>,
-    /// Leave the node in place on close (a `PersistentTtlNode`'s container parent).
-    pub(crate) keep_on_close: std::sync::atomic::AtomicBool,
-}
-
-impl Shared {
-    pub(crate) fn data(&self) -> Bytes {
-        self.data.lock().map(|d| d.clone()).unwrap_or_default()
-    }
-
-    pub(crate) fn emit(&self, event: NodeEvent) {
-        // No receiver is fine: nobody is listening.
-        let _ = self.events.send(event);
-    }
-}
-
-/// How many events a slow [`PersistentNode::events`] receiver may fall behind.
-const EVENT_BUFFER: usize = 256;
+use crate::path::check_base;
+use crate::session::{Background, Source};
 
 /// A node kept present for as long as the handle lives (Curator's `PersistentNode`), across
 /// deletions, connection losses and new sessions of a [`SessionManager`].
@@ -172,7 +32,7 @@ const EVENT_BUFFER: usize = 256;
 ///   same in the background.
 ///
 /// Parents are created as containers. [`events`](Self::events) reports creates, re-creates,
-/// deletions and data changes; [`initial_create`](Self::initial_create) waits for the node.
+/// deletions and data changes; [`ready`](Self::ready) waits for the node.
 ///
 /// ```no_run
 /// # async fn f() -> Result<(), Box<dyn std::error::Error>> {
@@ -181,8 +41,8 @@ const EVENT_BUFFER: usize = 256;
 /// use zk_recipes::node::{NodeOptions, PersistentNode};
 ///
 /// let manager = SessionManager::connect(Client::builder("127.0.0.1:2181")).await?;
-/// let node = PersistentNode::start(&manager, "/workers/w1", b"10.0.0.7:8080", NodeOptions::ephemeral())?;
-/// let path = node.initial_create_timeout(Duration::from_secs(10)).await?;
+/// let node = PersistentNode::new_managed(&manager, "/workers/w1", b"10.0.0.7:8080", NodeOptions::ephemeral())?;
+/// let path = node.ready_timeout(Duration::from_secs(10)).await?;
 /// node.set_data(b"10.0.0.7:8081").await?;
 /// node.close().await?;
 /// # Ok(()) }
@@ -191,15 +51,8 @@ const EVENT_BUFFER: usize = 256;
 pub struct PersistentNode {
     shared: Arc<Shared>,
     commands: mpsc::UnboundedSender<Command>,
-    stop: CancellationToken,
-    task: Mutex<Option<JoinHandle<()>>>,
-}
-
-impl Drop for PersistentNode {
-    fn drop(&mut self) {
-        // The task deletes the node and ends.
-        self.stop.cancel();
-    }
+    /// Dropping it stops the task, which deletes the node and ends.
+    task: Background,
 }
 
 impl PersistentNode {
@@ -210,8 +63,8 @@ impl PersistentNode {
     ///
     /// [`Error::InvalidPath`] for a relative path or the root; [`Error::InvalidArgument`]
     /// for a TTL mode without a TTL (or a TTL with another mode). Everything else happens in
-    /// the background: see [`initial_create`](Self::initial_create).
-    pub fn start(
+    /// the background: see [`ready`](Self::ready).
+    pub fn new_managed(
         manager: &SessionManager,
         path: &str,
         data: &[u8],
@@ -234,17 +87,19 @@ impl PersistentNode {
             keep_on_close: std::sync::atomic::AtomicBool::new(false),
         });
         let (commands, rx) = mpsc::unbounded_channel();
-        let stop = CancellationToken::new();
-        let task = tokio::spawn(run::run(shared.clone(), manager.watch(), rx, stop.clone()));
+        let sessions = Source::Manager(manager.clone()).sessions();
+        let task = Background::spawn({
+            let shared = shared.clone();
+            |stop| run::run(shared, sessions, rx, stop)
+        });
         Ok(PersistentNode {
             shared,
             commands,
-            stop,
-            task: Mutex::new(Some(task)),
+            task,
         })
     }
 
-    /// The path as given to [`start`](Self::start).
+    /// The path as given to [`new_managed`](Self::new_managed).
     pub fn base_path(&self) -> &str {
         &self.shared.base
     }
@@ -261,7 +116,7 @@ impl PersistentNode {
     }
 
     /// Follows what happens to the node, from now on. A consumer that falls more than 256
-    /// events behind gets [`NodeEvent::Lagged`] and skips ahead.
+    /// events behind gets [`NodeEvent::Lagged`](super::NodeEvent::Lagged) and skips ahead.
     pub fn events(&self) -> NodeEvents {
         NodeEvents::new(self.shared.events.subscribe())
     }
@@ -275,7 +130,7 @@ impl PersistentNode {
     /// # Cancel safety
     ///
     /// Cancel safe.
-    pub async fn initial_create(&self) -> Result<String> {
+    pub async fn ready(&self) -> Result<String> {
         let mut status = self.shared.status.subscribe();
         let seen = match status
             .wait_for(|s| s.path.is_some() || s.ended.is_some())
@@ -291,20 +146,18 @@ impl PersistentNode {
         }
     }
 
-    /// [`initial_create`](Self::initial_create) within `timeout`.
+    /// [`ready`](Self::ready) within `timeout`.
     ///
     /// # Errors
     ///
     /// [`Error::Timeout`] when the node is not present within `timeout`; otherwise as
-    /// [`initial_create`](Self::initial_create).
+    /// [`ready`](Self::ready).
     ///
     /// # Cancel safety
     ///
     /// Cancel safe.
-    pub async fn initial_create_timeout(&self, timeout: Duration) -> Result<String> {
-        tokio::time::timeout(timeout, self.initial_create())
-            .await
-            .map_err(|_| Error::Timeout)?
+    pub async fn ready_timeout(&self, timeout: Duration) -> Result<String> {
+        crate::retry::within(timeout, self.ready()).await
     }
 
     /// Replaces the node's data: written now if the node is present, and used by every later
@@ -346,11 +199,7 @@ impl PersistentNode {
     ///
     /// The delete goes on in the background if the future is dropped.
     pub async fn close(&self) -> Result<()> {
-        self.stop.cancel();
-        let task = self.task.lock().ok().and_then(|mut t| t.take());
-        if let Some(task) = task {
-            let _ = task.await;
-        }
+        self.task.close().await;
         match self.shared.status.borrow().ended.clone() {
             None | Some(Error::Client(zk_client::Error::Closed)) => Ok(()),
             Some(e) => Err(e),

@@ -6,16 +6,18 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 use uuid::Uuid;
-use zk_client::{Client, CreateMode, CreateOptions, EventType, Generations, Stat, Watcher};
+use zk_client::{Client, CreateMode, CreateOptions, EventType, Stat, Watcher};
 
-use super::kernel::{
-    delete_guaranteed, find_own, name_of, parent_of, protected_prefix, turns, wait_connected,
-};
-use super::persistent::{Command, NodeEvent, Shared};
+use super::shared::{Command, NodeEvent, Shared};
 use crate::error::Error;
+use crate::path::{join, name as name_of, parent as parent_of};
+use crate::queue::{create_marked, delete_guaranteed, Mark, Protected};
+use crate::retry::{gave_up, turns, wait_connected, Pacing, HEALTHY_AFTER};
+use crate::session::{NoNext, Sessions};
 
 /// Why a step stopped.
 enum Stop {
@@ -44,17 +46,22 @@ struct Run {
     created_once: bool,
     /// The data last seen in the node (to report changes once).
     seen: Option<Bytes>,
+    /// Paces the tries after connection losses in a row (a request the server answers by
+    /// dropping the connection is not sent again at reconnect speed).
+    pacing: Pacing,
+    /// When the last connection loss was waited out.
+    last_loss: Option<Instant>,
 }
 
-/// The task: keeps the node on each generation's client until stopped.
+/// The task: keeps the node on each session's client until stopped.
 pub(crate) async fn run(
     shared: Arc<Shared>,
-    mut clients: Generations,
+    mut sessions: Sessions,
     commands: mpsc::UnboundedReceiver<Command>,
     stop: CancellationToken,
 ) {
     let mut run = Run {
-        client: clients.current().client.clone(),
+        client: sessions.client().clone(),
         shared,
         commands,
         stop,
@@ -63,6 +70,8 @@ pub(crate) async fn run(
         uncertain: false,
         created_once: false,
         seen: None,
+        pacing: Pacing::new(),
+        last_loss: None,
     };
     let ended = loop {
         match run.keep().await {
@@ -82,16 +91,14 @@ pub(crate) async fn run(
             }
             Stop::SessionEnded => {
                 run.went_with_session();
-                let next = tokio::select! {
-                    _ = run.stop.cancelled() => break Error::Client(zk_client::Error::Closed),
-                    next = clients.changed() => next.live(),
-                };
-                match next {
-                    Ok(generation) => {
-                        debug!(path = %run.shared.base, generation = generation.number, "re-creating on a new session");
-                        run.client = generation.client;
+                // Paced: sessions that die at once are not renewed at full speed.
+                match sessions.next(&run.stop).await {
+                    Ok(client) => {
+                        debug!(path = %run.shared.base, "re-creating on a new session");
+                        run.client = client;
                     }
-                    Err(e) => break e.into(),
+                    Err(NoNext::Stopped) => break Error::Client(zk_client::Error::Closed),
+                    Err(NoNext::Ended(e)) => break e,
                 }
             }
         }
@@ -124,13 +131,23 @@ impl Run {
         }
     }
 
-    /// Turns a client error into a step outcome: a connection loss is waited out
-    /// (`Ok`: try again), a session end or close stops the step.
-    async fn recover(&self, error: zk_client::Error) -> Step<()> {
+    /// Turns a client error into a step outcome: a connection loss is waited out (`Ok`: try
+    /// again; paced when losses come in a row), a session end or close stops the step.
+    async fn recover(&mut self, error: zk_client::Error) -> Step<()> {
         if error.is_connection_loss() {
             tokio::select! {
-                _ = self.stop.cancelled() => Err(Stop::Closed),
-                r = wait_connected(&self.client) => r.map_err(|_| Stop::SessionEnded),
+                _ = self.stop.cancelled() => return Err(Stop::Closed),
+                r = wait_connected(&self.client) => r.map_err(|_| Stop::SessionEnded)?,
+            }
+            // The first loss in a while goes on at once; losses in a row back off.
+            let lived = self
+                .last_loss
+                .replace(Instant::now())
+                .map_or(HEALTHY_AFTER, |at| at.elapsed());
+            match self.pacing.wait(lived, &self.stop).await {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(Stop::Closed),
+                Err(e) => Err(Stop::Failed(e)),
             }
         } else if error.is_terminal() {
             Err(Stop::SessionEnded)
@@ -161,7 +178,7 @@ impl Run {
                 Err(stop) => return stop,
             }
         }
-        Stop::Failed(crate::node::kernel::gave_up())
+        Stop::Failed(gave_up())
     }
 
     /// Makes sure our node exists (creating, adopting or replacing).
@@ -175,7 +192,15 @@ impl Run {
                 return Ok(());
             }
         }
-        Err(Stop::Failed(crate::node::kernel::gave_up()))
+        Err(Stop::Failed(gave_up()))
+    }
+
+    /// Our protected nodes under `parent` (the guid of this node's first create).
+    fn protected(&self, parent: &str) -> Protected {
+        Protected {
+            base: parent.to_owned(),
+            guid: self.guid,
+        }
     }
 
     fn create_options(&self, mode: CreateMode) -> CreateOptions {
@@ -205,18 +230,17 @@ impl Run {
         let parent = parent_of(&self.shared.base).to_owned();
         let name = name_of(&self.shared.base);
         let path = if protected {
-            let sep = if parent == "/" { "" } else { "/" };
-            format!("{parent}{sep}{}{name}", protected_prefix(&self.guid))
+            let nodes = self.protected(&parent);
+            nodes.path_of(&nodes.name(name))
         } else {
             self.shared.base.clone()
         };
         if self.uncertain && protected {
             // An earlier create's reply was lost: look for it before creating again.
-            let found = find_own(&self.client, &parent, &self.guid).await;
+            let found = self.protected(&parent).find(&self.client).await;
             match found {
                 Ok(Some(found)) => {
-                    let sep = if parent == "/" { "" } else { "/" };
-                    let full = format!("{parent}{sep}{found}");
+                    let full = join(&parent, &found);
                     // Known by name now; the re-create path checks its owner.
                     self.actual = Some(full);
                     self.uncertain = false;
@@ -232,34 +256,51 @@ impl Run {
         }
         let data = self.shared.data();
         let options = self.create_options(self.mode());
-        match self.client.create_all(&path, &data, &options).await {
-            Ok((created, _)) => {
+        // Our node is recognised after a lost reply by its guid (protected) or by its name
+        // and owner (a fixed name; a plain sequential name cannot be: use `protected`).
+        let mark = if protected {
+            Mark::Guid(self.guid)
+        } else {
+            Mark::Name
+        };
+        // Until the create answers, a close must look for what it may have made.
+        if protected {
+            self.uncertain = true;
+        } else if !self.mode().is_sequential() {
+            self.actual = Some(path.clone());
+        }
+        let made = tokio::select! {
+            _ = self.stop.cancelled() => return Err(Stop::Closed),
+            made = create_marked(&self.client, &parent, &path, &data, &options, mark, false) => made,
+        };
+        self.uncertain = false;
+        match made {
+            Ok(made) if made.recovered => {
+                // Found after a lost reply: known by name now; the re-create path checks
+                // its owner and data.
+                self.actual = Some(join(&parent, &made.name));
+                Ok(false)
+            }
+            Ok(made) => {
+                let created = join(&parent, &made.name);
                 debug!(path = %created, "persistent node created");
                 self.created(created, data);
                 Ok(true)
             }
-            // Not protected and not sequential: the name is fixed, so the node there may
-            // be ours (a lost reply) or someone else's; the re-create path decides.
-            Err(zk_client::Error::NodeExists) if !self.mode().is_sequential() => {
+            // A fixed name held by someone else (or our expired session): the re-create
+            // path replaces it.
+            Err(Error::Client(zk_client::Error::NodeExists)) if !self.mode().is_sequential() => {
                 self.actual = Some(path);
                 Ok(false)
             }
-            Err(e) if e.is_connection_loss() => {
-                if protected {
-                    self.uncertain = true;
-                } else if !self.mode().is_sequential() {
-                    self.actual = Some(path);
-                }
-                // (A plain sequential node cannot be found again: use `protected`.)
-                self.recover(e).await?;
-                Ok(false)
+            Err(e) if e.is_session_end() => {
+                // The create may have applied on the session that ended: a protected
+                // persistent node is looked for by its guid on the next one.
+                self.uncertain = protected;
+                Err(Stop::SessionEnded)
             }
-            Err(e) => {
-                if e.is_terminal() && protected {
-                    self.uncertain = true;
-                }
-                self.recover(e).await.map(|()| false)
-            }
+            Err(Error::Client(e)) => self.recover(e).await.map(|()| false),
+            Err(e) => Err(Stop::Failed(e)),
         }
     }
 
@@ -404,7 +445,7 @@ impl Run {
                 Err(e) => self.recover(e).await?,
             }
         }
-        Err(Stop::Failed(crate::node::kernel::gave_up()))
+        Err(Stop::Failed(gave_up()))
     }
 
     fn gone(&mut self, path: &str) {
@@ -433,11 +474,8 @@ impl Run {
             Some(path) => Some(path),
             None if self.uncertain && self.shared.options.protected => {
                 let parent = parent_of(&self.shared.base).to_owned();
-                match find_own(&client, &parent, &self.guid).await {
-                    Ok(Some(name)) => Some(format!(
-                        "{parent}{}{name}",
-                        if parent == "/" { "" } else { "/" }
-                    )),
+                match self.protected(&parent).find(&client).await {
+                    Ok(Some(name)) => Some(join(&parent, &name)),
                     _ => None,
                 }
             }
@@ -449,8 +487,8 @@ impl Run {
             Ok(Some(stat)) if !self.owns(&stat) => return,
             _ => {}
         }
-        match delete_guaranteed(&client, &path).await {
-            Ok(()) => debug!(%path, "persistent node deleted on close"),
+        match delete_guaranteed(&client, &path, None).await {
+            Ok(_) => debug!(%path, "persistent node deleted on close"),
             Err(e) => warn!(%path, error = %e, "could not delete the persistent node on close"),
         }
     }

@@ -2,14 +2,14 @@
 
 use std::time::Duration;
 
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::sync::CancellationToken;
 use tracing::debug;
 use zk_client::{CreateMode, CreateOptions, SessionManager};
 
-use super::kernel::child_path;
-use super::kernel::local_address;
 use super::{NodeOptions, PersistentNode};
 use crate::error::{Error, Result};
+use crate::path::join as child_path;
+use crate::queue::local_address;
 
 /// Default name of the TTL child (Curator's `DEFAULT_CHILD_NODE_NAME`).
 pub const DEFAULT_TOUCH_NAME: &str = "touch";
@@ -30,14 +30,20 @@ pub const DEFAULT_TOUCH_NAME: &str = "touch";
 /// # async fn f(manager: zk_client::SessionManager) -> zk_recipes::Result<()> {
 /// use std::time::Duration;
 /// use zk_recipes::node::PersistentTtlNode;
-/// let node = PersistentTtlNode::start(&manager, "/leases/job-7", b"worker-3", Duration::from_secs(30))?;
+/// let node = PersistentTtlNode::new_managed(&manager, "/leases/job-7", b"worker-3", Duration::from_secs(30))?;
 /// node.close().await?;
 /// # Ok(()) }
 /// ```
 #[derive(Debug)]
 pub struct PersistentTtlNode {
     node: PersistentNode,
-    _touch: DropGuard,
+    touch: CancellationToken,
+}
+
+impl Drop for PersistentTtlNode {
+    fn drop(&mut self) {
+        self.touch.cancel();
+    }
 }
 
 impl PersistentTtlNode {
@@ -46,7 +52,7 @@ impl PersistentTtlNode {
     /// # Errors
     ///
     /// [`Error::InvalidPath`] for a bad path; [`Error::InvalidArgument`] for a TTL under 2 ms.
-    pub fn start(
+    pub fn new_managed(
         manager: &SessionManager,
         path: &str,
         data: &[u8],
@@ -55,8 +61,12 @@ impl PersistentTtlNode {
         if ttl < Duration::from_millis(2) {
             return Err(Error::InvalidArgument("the TTL must be at least 2 ms"));
         }
-        let node =
-            PersistentNode::start(manager, path, data, NodeOptions::new(CreateMode::Container))?;
+        let node = PersistentNode::new_managed(
+            manager,
+            path,
+            data,
+            NodeOptions::new(CreateMode::Container),
+        )?;
         node.keep_on_close();
         let stop = CancellationToken::new();
         tokio::spawn(touch(
@@ -65,10 +75,7 @@ impl PersistentTtlNode {
             ttl,
             stop.clone(),
         ));
-        Ok(PersistentTtlNode {
-            node,
-            _touch: stop.drop_guard(),
-        })
+        Ok(PersistentTtlNode { node, touch: stop })
     }
 
     /// The container node (its data, events, [`set_data`](PersistentNode::set_data)).
@@ -81,8 +88,12 @@ impl PersistentTtlNode {
     /// # Errors
     ///
     /// As [`PersistentNode::close`].
-    pub async fn close(self) -> Result<()> {
-        drop(self._touch);
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`PersistentNode::close`].
+    pub async fn close(&self) -> Result<()> {
+        self.touch.cancel();
         self.node.close().await
     }
 }

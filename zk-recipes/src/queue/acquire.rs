@@ -248,12 +248,12 @@ async fn watch_both(
     let nearest = async {
         match kept {
             Some(watcher) => Ok(Watch::Set(watcher)),
-            None => watch_node(client, &naming::child_path(base, node)).await,
+            None => watch_node(client, &crate::path::join(base, node)).await,
         }
     };
     let before = async {
         match &second {
-            Some(name) => watch_node(client, &naming::child_path(base, name))
+            Some(name) => watch_node(client, &crate::path::join(base, name))
                 .await
                 .map(Some),
             None => Ok(None),

@@ -1,6 +1,8 @@
-//! The protected create: a node named with a fresh guid (`_c_<guid>-…`), found again by that
-//! guid when the create's reply is lost, never made twice, and removed with every other node
-//! of the guid.
+//! The protected create, the crate's one ([`create_marked`]): a create whose reply is lost is
+//! never made twice; the node is found again by how it is recognised as ours ([`Mark`]): a
+//! fresh guid in its name (`_c_<guid>-…`, the queues and protected persistent nodes), or a
+//! name ours alone checked with its owner session (a double barrier's member, a persistent
+//! node's fixed name). [`Protected`] names the nodes of one guid, finds and removes them.
 //!
 //! ```text
 //! create _c_<guid>-<name> ──ok──────────────────────────────────────────────▶ ours
@@ -14,13 +16,16 @@
 //!        └─ gone since the listing (deleted by someone else): create again
 //! ```
 
+use std::future::Future;
+use std::pin::Pin;
+
 use tracing::debug;
 use uuid::Uuid;
 use zk_client::{Client, CreateMode, CreateOptions, Stat};
 
 use super::delete::{delete_guaranteed, Released};
 use super::naming;
-use crate::error::{Error, LossReason, Result};
+use crate::error::{Error, Result};
 use crate::retry::{gave_up, retry_after, retrying, turns};
 
 /// A listing of a queue's parent taken right after our node was created.
@@ -60,7 +65,7 @@ impl Protected {
 
     /// Full path of the child `name`.
     pub(crate) fn path_of(&self, name: &str) -> String {
-        naming::child_path(&self.base, name)
+        crate::path::join(&self.base, name)
     }
 
     /// Creates the node `name` (a name from [`name`](Self::name) or another name carrying
@@ -68,7 +73,8 @@ impl Protected {
     /// the module's diagram). Returns the created node's name and stat.
     ///
     /// A found node of an ephemeral mode must be our session's: otherwise our session ended
-    /// ([`Error::LockLost`]`(SessionEnded)`; the client never moves to a new session).
+    /// (`SessionExpired`, the crate's one way to say so; the client never moves to a new
+    /// session).
     pub(crate) async fn create(
         &self,
         client: &Client,
@@ -95,62 +101,17 @@ impl Protected {
         mode: CreateMode,
         list: bool,
     ) -> Result<(String, Stat, Option<Listing>)> {
-        let path = self.path_of(name);
-        let options = CreateOptions::new(mode);
-        let session = client.session_id();
-        let ephemeral = matches!(
-            mode,
-            CreateMode::Ephemeral | CreateMode::EphemeralSequential
-        );
-        let epoch = client.connection_epoch();
-        let first = client.create(&path, data, &options);
-        let listing = list.then(|| client.get_children(&self.base));
-        let mut attempt = first.await;
-        let listed = match listing {
-            Some(listing) if attempt.is_ok() => listing
-                .await
-                .ok()
-                .map(|children| Listing { epoch, children }),
-            // Its reply (if any) is dropped with it.
-            _ => None,
-        };
-        for _ in turns() {
-            match attempt {
-                Ok((created, stat)) => {
-                    return Ok((naming::base_name(&created).to_owned(), stat, listed))
-                }
-                Err(zk_client::Error::NoNode) => ensure_containers(client, &self.base).await?,
-                Err(e) => {
-                    // A plain name can exist already only if it is ours (the guid is fresh):
-                    // recover it like a lost reply. After a connection loss the create may or
-                    // may not have happened: look for our guid. Anything else ends here.
-                    if !matches!(e, zk_client::Error::NodeExists) {
-                        retry_after(client, e).await?;
-                    }
-                    if let Some(found) = self.find(client).await? {
-                        let full = self.path_of(&found);
-                        // Retried: a connection loss here must not lead to a second create.
-                        match retrying(client, || client.exists(&full)).await? {
-                            Some(stat) if !ephemeral || stat.ephemeral_owner == session => {
-                                debug!(node = %full, "recovered our node after a lost create reply");
-                                return Ok((found, stat, None));
-                            }
-                            // Found under another session. Curator deletes it and starts over
-                            // with a new guid (CURATOR-498). Our client never moves to a new
-                            // session (expiry is terminal), so a different owner means our
-                            // session is gone: the node is an expired session's and goes
-                            // with it.
-                            Some(_) => return Err(Error::LockLost(LossReason::SessionEnded)),
-                            // Deleted since the listing (by someone else): create again.
-                            None => {}
-                        }
-                    }
-                    // Not found: the create did not apply; create again.
-                }
-            }
-            attempt = client.create(&path, data, &options).await;
-        }
-        Err(gave_up())
+        let made = create_marked(
+            client,
+            &self.base,
+            &self.path_of(name),
+            data,
+            &CreateOptions::new(mode),
+            Mark::Guid(self.guid),
+            list,
+        )
+        .await?;
+        Ok((made.name, made.stat, made.listing))
     }
 
     /// Our first node under the parent, if any (listing retried through connection losses).
@@ -185,6 +146,142 @@ impl Protected {
     }
 }
 
+/// A create already sent, as `create` or `create_all` returned it.
+type SentCreate = Pin<Box<dyn Future<Output = zk_client::Result<(String, Stat)>> + Send>>;
+
+/// How a node of ours is recognised after a create whose reply was lost.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Mark {
+    /// By our guid in its name (Curator's protected `_c_<guid>-` prefix): the parent is
+    /// listed and the node found by the guid, whatever sequence the server gave it.
+    Guid(Uuid),
+    /// By its name, which is ours alone (a fixed path, a fresh UUID as the name): the node
+    /// is looked at. A plain sequential name cannot be recognised (use a guid).
+    Name,
+}
+
+/// What [`create_marked`] made (or found).
+#[derive(Debug)]
+pub(crate) struct Made {
+    /// The node's name (its last segment, with the sequence the server gave).
+    pub(crate) name: String,
+    pub(crate) stat: Stat,
+    /// The listing asked for, taken right after the first create succeeded.
+    pub(crate) listing: Option<Listing>,
+    /// Whether the node was found after a lost reply rather than created by the reply we
+    /// read (its data is what that create sent, which may be older than the caller's).
+    pub(crate) recovered: bool,
+}
+
+/// The one protected create of the crate (queue nodes, persistent nodes, barrier members):
+/// creates `path` under `parent` with `options`, surviving a lost reply without a second
+/// node (see the module's diagram): after a connection loss it reconnects and looks for its
+/// node by `mark`. A found node of an ephemeral mode must be our session's: otherwise our
+/// session ended (`SessionExpired`, the crate's one way to say so: the client never moves to
+/// a new session) for a guid, or the name is someone else's (`NodeExists`) for a name. With
+/// `list`, the first create goes out together with a listing of `parent` (see
+/// [`Protected::create_listing`]).
+///
+/// Missing parents are made as containers (with `options.container_parents`, through
+/// `create_all`, with the node's ACL).
+///
+/// # Errors
+///
+/// `NodeExists` for a [`Mark::Name`] held by someone else; the session's end; any other
+/// error of the create ([`Error::GaveUp`] after the crate's bound of turns).
+pub(crate) async fn create_marked(
+    client: &Client,
+    parent: &str,
+    path: &str,
+    data: &[u8],
+    options: &CreateOptions,
+    mark: Mark,
+    list: bool,
+) -> Result<Made> {
+    let session = client.session_id();
+    let ephemeral = options.mode.is_ephemeral();
+    // Sent when called (the client queues a request at once), so a listing asked for right
+    // after it follows it on the wire.
+    let create = || -> SentCreate {
+        if options.container_parents {
+            Box::pin(client.create_all(path, data, options))
+        } else {
+            Box::pin(client.create(path, data, options))
+        }
+    };
+    let epoch = client.connection_epoch();
+    let first = create();
+    let listing = list.then(|| client.get_children(parent));
+    let mut attempt = first.await;
+    let listed = match listing {
+        Some(listing) if attempt.is_ok() => listing
+            .await
+            .ok()
+            .map(|children| Listing { epoch, children }),
+        // Its reply (if any) is dropped with it.
+        _ => None,
+    };
+    let made = |name: &str, stat: Stat, listing: Option<Listing>, recovered: bool| Made {
+        name: name.to_owned(),
+        stat,
+        listing,
+        recovered,
+    };
+    for _ in turns() {
+        match attempt {
+            Ok((created, stat)) => {
+                return Ok(made(crate::path::name(&created), stat, listed, false));
+            }
+            Err(zk_client::Error::NoNode) => ensure_containers(client, parent).await?,
+            Err(zk_client::Error::NodeExists) if matches!(mark, Mark::Name) => {
+                return Err(zk_client::Error::NodeExists.into());
+            }
+            Err(e) => {
+                // A guid name can exist already only if it is ours (the guid is fresh):
+                // recover it like a lost reply. After a connection loss the create may or
+                // may not have happened: look for our node. Anything else ends here.
+                if !matches!(e, zk_client::Error::NodeExists) {
+                    retry_after(client, e).await?;
+                }
+                let found = match mark {
+                    Mark::Guid(guid) => Protected {
+                        base: parent.to_owned(),
+                        guid,
+                    }
+                    .find(client)
+                    .await?
+                    .map(|name| (crate::path::join(parent, &name), name)),
+                    Mark::Name => Some((path.to_owned(), crate::path::name(path).to_owned())),
+                };
+                if let Some((full, name)) = found {
+                    // Retried: a connection loss here must not lead to a second create.
+                    match retrying(client, || client.exists(&full)).await? {
+                        Some(stat) if !ephemeral || stat.ephemeral_owner == session => {
+                            debug!(node = %full, "recovered our node after a lost create reply");
+                            return Ok(made(&name, stat, None, true));
+                        }
+                        // A name of ours held by someone else.
+                        Some(_) if matches!(mark, Mark::Name) => {
+                            return Err(zk_client::Error::NodeExists.into());
+                        }
+                        // Found under another session. Curator deletes it and starts over
+                        // with a new guid (CURATOR-498). Our client never moves to a new
+                        // session (expiry is terminal), so a different owner means our
+                        // session is gone: the node is an expired session's and goes
+                        // with it.
+                        Some(_) => return Err(Error::Client(zk_client::Error::SessionExpired)),
+                        // Deleted since (by someone else), or never made: create again.
+                        None => {}
+                    }
+                }
+                // Not found: the create did not apply; create again.
+            }
+        }
+        attempt = create().await;
+    }
+    Err(gave_up())
+}
+
 /// A random (version 4) guid from the thread's CSPRNG (`rand::thread_rng`, seeded from the
 /// OS once per thread), rather than `Uuid::new_v4`'s one `getrandom` system call per guid:
 /// every acquisition makes one.
@@ -203,21 +300,24 @@ pub(crate) async fn ensure_containers(client: &Client, path: &str) -> Result<()>
     }
 }
 
-/// Validates a recipe's base path: absolute, not the root, no trailing slash.
-pub(crate) fn check_base(path: &str) -> Result<String> {
-    let reason = if !path.starts_with('/') {
-        "must start with /"
-    } else if path == "/" {
-        "must not be the root"
-    } else if path.ends_with('/') {
-        "must not end with /"
-    } else {
-        return Ok(path.to_owned());
-    };
-    Err(Error::InvalidPath {
-        path: path.to_owned(),
-        reason,
-    })
+/// Creates `path` with `data` (parents as containers), retrying connection losses, and
+/// treating `NodeExists` as done: for nodes whose creation is idempotent in effect (a seed
+/// value, a barrier).
+pub(crate) async fn create_if_absent(
+    client: &Client,
+    path: &str,
+    data: &[u8],
+    mode: CreateMode,
+) -> Result<bool> {
+    let options = CreateOptions::new(mode).with_container_parents(true);
+    for _ in turns() {
+        match client.create_all(path, data, &options).await {
+            Ok(_) => return Ok(true),
+            Err(zk_client::Error::NodeExists) => return Ok(false),
+            Err(e) => retry_after(client, e).await?,
+        }
+    }
+    Err(gave_up())
 }
 
 #[cfg(test)]

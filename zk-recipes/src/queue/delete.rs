@@ -3,7 +3,7 @@
 
 use zk_client::Client;
 
-use crate::error::{Error, LossReason, Result};
+use crate::error::{LossReason, Result};
 use crate::retry::{gave_up, turns, wait_connected};
 
 /// What a release (a guaranteed delete of our node) did.
@@ -67,7 +67,9 @@ pub(crate) async fn delete_guaranteed(
                 maybe_applied = true;
                 match wait_connected(client).await {
                     Ok(()) => continue,
-                    Err(Error::LockLost(reason)) => return Ok(Released::AlreadyGone(reason)),
+                    Err(e) if e.is_session_end() => {
+                        return Ok(Released::AlreadyGone(LossReason::SessionEnded))
+                    }
                     Err(e) => return Err(e),
                 }
             }

@@ -5,8 +5,10 @@
 //!
 //! - [`naming`]: node names (Curator's protected `_c_<uuid>-<name><seq>`, kazoo's and
 //!   go-zookeeper's), sequence parsing, the queue orders and a contender's position.
-//! - [`Protected`]: the protected create (any data, any mode), finding our node by guid
-//!   after a lost reply, and deleting every node of our guid.
+//! - [`create_marked`]: the protected create (any data, any mode and options), finding our
+//!   node after a lost reply by its guid or by its name and owner ([`Mark`]); used by the
+//!   queues, `PersistentNode` and the double barrier. [`Protected`]: the nodes of one guid
+//!   (names, find, delete all).
 //! - [`locate`](locate::locate): our place in a listing (the rules of `naming`'s queue and
 //!   position in one pass).
 //! - [`wait_for_node`]: waiting for the node ahead (one watch, no herd).
@@ -34,7 +36,7 @@ mod wait;
 
 pub(crate) use acquire::{acquire, create_node, QueueSpec};
 pub(crate) use cleanup::{detached, in_background, BoxTask, OnDrop, Orphan};
-pub(crate) use create::{check_base, ensure_containers, Protected};
+pub(crate) use create::{create_if_absent, create_marked, ensure_containers, Mark, Protected};
 pub(crate) use delete::delete_guaranteed;
 pub use delete::Released;
 pub(crate) use owner::local_address;

@@ -45,15 +45,6 @@ pub(crate) fn protected_node_name(guid: &Uuid, lock_name: &str) -> String {
     name
 }
 
-/// `parent/name`, the path of a child.
-pub(crate) fn child_path(parent: &str, name: &str) -> String {
-    let mut path = String::with_capacity(parent.len() + 1 + name.len());
-    path.push_str(parent);
-    path.push('/');
-    path.push_str(name);
-    path
-}
-
 /// Whether `name` is a protected name in Curator's sense: longer than 40 characters, starts
 /// with `_c_`, has `-` at index 39 and a UUID at 3..39.
 #[cfg(test)]
@@ -245,11 +236,6 @@ pub(crate) fn all_by_guid<'a>(
         .iter()
         .map(String::as_str)
         .filter(move |name| name.starts_with(&prefix))
-}
-
-/// The last segment of a path.
-pub(crate) fn base_name(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
 }
 
 /// Sorts election nodes as Curator's `LeaderLatch` and `LeaderSelector` do: by the text after

@@ -39,7 +39,7 @@ impl Order {
 ///
 /// ```no_run
 /// # async fn demo(client: zk_client::Client) -> Result<(), zk_recipes::Error> {
-/// let lock = zk_recipes::FairLock::new(client, "/locks/jobs")?;
+/// let lock = zk_recipes::lock::FairLock::new(client, "/locks/jobs")?;
 /// for p in lock.participants().await? {
 ///     println!("{} {:?} first: {}", p.node_name(), p.data_str(), p.is_first);
 /// }
@@ -73,7 +73,7 @@ impl Participant {
 
     /// The node's name (last path segment).
     pub fn node_name(&self) -> &str {
-        naming::base_name(&self.path)
+        crate::path::name(&self.path)
     }
 }
 
@@ -97,7 +97,7 @@ pub(crate) async fn participants(
     let paths: Vec<String> = list(client, base, order)
         .await?
         .into_iter()
-        .map(|name| format!("{base}/{name}"))
+        .map(|name| crate::path::join(base, &name))
         .collect();
     // Requests are queued when called: every read goes out before the first reply is awaited.
     let reads: Vec<_> = paths.iter().map(|p| client.get_data(p)).collect();

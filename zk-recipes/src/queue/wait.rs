@@ -10,14 +10,14 @@ use crate::retry::retry_after;
 /// How a waiter queued behind more than one node learns that the lock came to it: the trade
 /// between the notifications a release sends and the round trips of a hand-off.
 ///
-/// Set with [`FairLock::with_hand_off`](crate::FairLock::with_hand_off) or
-/// [`ReadWriteLock::with_hand_off`](crate::ReadWriteLock::with_hand_off). Both ways keep the
+/// Set with [`FairLock::with_hand_off`](crate::lock::FairLock::with_hand_off) or
+/// [`ReadWriteLock::with_hand_off`](crate::lock::ReadWriteLock::with_hand_off). Both ways keep the
 /// queue's order and its safety (a waiter holds only once every node ahead of it is gone);
 /// Curator, kazoo and go-zookeeper contenders in the same queue are unaffected.
 ///
 /// ```no_run
 /// # fn f(client: zk_client::Client) -> Result<(), zk_recipes::Error> {
-/// use zk_recipes::{FairLock, HandOff};
+/// use zk_recipes::lock::{FairLock, HandOff};
 /// // A busy lock: hand it over in one round trip rather than two.
 /// let lock = FairLock::new(client, "/locks/jobs")?.with_hand_off(HandOff::Prepared);
 /// # Ok(()) }

@@ -23,10 +23,11 @@ use zk_client::Client;
 
 use crate::error::{Error, LossReason, Result};
 use crate::guard::{Hold, LockGuard};
+use crate::path::check_base;
 use crate::queue::naming::{Intent, MUTEX_LOCK_NAME};
 use crate::queue::{
-    acquire, check_base, create_node, detached, participants, HandOff, Order, Orphan, Participant,
-    Protected, QueueSpec,
+    acquire, create_node, detached, participants, HandOff, Order, Orphan, Participant, Protected,
+    QueueSpec,
 };
 use crate::retry::{deadline_after, until};
 use crate::state::LockState;
@@ -68,7 +69,7 @@ pub type Lease = LockGuard;
 /// ```no_run
 /// # async fn demo(client: zk_client::Client) -> Result<(), zk_recipes::Error> {
 /// use std::time::Duration;
-/// use zk_recipes::Semaphore;
+/// use zk_recipes::semaphore::Semaphore;
 ///
 /// let slots = Semaphore::new(client, "/limits/exports", 3)?;
 /// let lease = slots.acquire_timeout(Duration::from_secs(10)).await?;

@@ -14,14 +14,14 @@ use crate::queue::Participant;
 
 /// A non-re-entrant distributed mutex on the semaphore layout (`<path>/locks` and
 /// `<path>/leases`) with one lease: Curator's `InterProcessSemaphoreMutex`, which Java peers
-/// may use on the same path. Unlike [`FairLock`](crate::FairLock) a second `acquire` from the
+/// may use on the same path. Unlike [`FairLock`](crate::lock::FairLock) a second `acquire` from the
 /// holder waits for its own release: hold one guard per critical section.
 ///
 /// # Example
 ///
 /// ```no_run
 /// # async fn demo(client: zk_client::Client) -> Result<(), zk_recipes::Error> {
-/// let mutex = zk_recipes::SemaphoreMutex::new(client, "/locks/migration")?;
+/// let mutex = zk_recipes::semaphore::SemaphoreMutex::new(client, "/locks/migration")?;
 /// let guard = mutex.acquire().await?;
 /// guard.release().await?;
 /// # Ok(()) }

@@ -7,7 +7,8 @@ use zk_client::{Client, CreateMode, CreateOptions};
 
 use crate::error::{Error, Result};
 use crate::lock::FairLock;
-use crate::node::kernel::{check_base, corrupted, retrying};
+use crate::path::check_base;
+use crate::retry::{gave_up, retry_after, retrying, turns};
 
 /// How often an atomic operation is tried before it reports failure, and how long it pauses
 /// between tries (doubling from `pause` up to `max_pause`, with jitter).
@@ -118,7 +119,7 @@ pub(crate) fn decode_i64(data: &[u8]) -> Result<i64> {
     let head: [u8; 8] = data
         .get(..8)
         .and_then(|b| b.try_into().ok())
-        .ok_or_else(corrupted)?;
+        .ok_or_else(Error::corrupted)?;
     Ok(i64::from_be_bytes(head))
 }
 
@@ -340,20 +341,20 @@ impl DistributedAtomicLong {
         let client = &self.client;
         let data = encode_i64(value);
         let options = CreateOptions::new(CreateMode::Persistent).with_container_parents(true);
-        for _ in crate::node::kernel::turns() {
+        for _ in turns() {
             match client.set_data(&self.path, &data, None).await {
                 Ok(_) => return Ok(()),
                 Err(zk_client::Error::NoNode) => {
                     match client.create_all(&self.path, &data, &options).await {
                         Ok(_) => return Ok(()),
                         Err(zk_client::Error::NodeExists) => {}
-                        Err(e) => crate::node::kernel::retry_after(client, e).await?,
+                        Err(e) => retry_after(client, e).await?,
                     }
                 }
-                Err(e) => crate::node::kernel::retry_after(client, e).await?,
+                Err(e) => retry_after(client, e).await?,
             }
         }
-        Err(crate::node::kernel::gave_up())
+        Err(gave_up())
     }
 
     /// The optimistic loop, then the promoted one.

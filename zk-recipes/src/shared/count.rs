@@ -7,8 +7,7 @@ use bytes::Bytes;
 use zk_client::{Client, Observable, Publisher, Transitions};
 
 use super::value::{SharedState, SharedValue, Versioned};
-use crate::error::Result;
-use crate::node::kernel::corrupted;
+use crate::error::{Error, Result};
 
 /// Encodes a count as Curator does: 4 bytes, big-endian two's complement.
 pub(crate) fn encode_i32(count: i32) -> [u8; 4] {
@@ -24,7 +23,7 @@ pub(crate) fn decode_i32(data: &[u8]) -> Result<i32> {
     let head: [u8; 4] = data
         .get(..4)
         .and_then(|b| b.try_into().ok())
-        .ok_or_else(corrupted)?;
+        .ok_or_else(Error::corrupted)?;
     Ok(i32::from_be_bytes(head))
 }
 
@@ -42,7 +41,7 @@ fn decode_versioned(v: Versioned<Bytes>) -> Result<Versioned<i32>> {
 /// ```no_run
 /// # async fn f(client: zk_client::Client) -> zk_recipes::Result<()> {
 /// use zk_recipes::shared::SharedCount;
-/// let count = SharedCount::start(&client, "/counters/jobs", 0).await?;
+/// let count = SharedCount::new(client.clone(), "/counters/jobs", 0).await?;
 /// // Increment with compare-and-set, retrying on conflicts.
 /// loop {
 ///     let current = count.versioned()?;
@@ -63,38 +62,38 @@ impl SharedCount {
     ///
     /// # Errors
     ///
-    /// As [`SharedValue::start`].
+    /// As [`SharedValue::new`].
     ///
     /// # Cancel safety
     ///
-    /// As [`SharedValue::start`].
-    pub async fn start(client: &Client, path: &str, seed: i32) -> Result<SharedCount> {
-        let value = SharedValue::start(client, path, &encode_i32(seed)).await?;
+    /// As [`SharedValue::new`].
+    pub async fn new(client: Client, path: &str, seed: i32) -> Result<SharedCount> {
+        let value = SharedValue::new(client, path, &encode_i32(seed)).await?;
         Ok(SharedCount::following(value))
     }
 
-    /// As [`start`](Self::start), on `manager`'s sessions (see
-    /// [`SharedValue::start_managed`]).
+    /// As [`new`](Self::new), on `manager`'s sessions (see
+    /// [`SharedValue::new_managed`]).
     ///
     /// # Errors
     ///
-    /// As [`SharedValue::start`].
+    /// As [`SharedValue::new`].
     ///
     /// # Cancel safety
     ///
-    /// As [`SharedValue::start`].
-    pub async fn start_managed(
+    /// As [`SharedValue::new`].
+    pub async fn new_managed(
         manager: &zk_client::SessionManager,
         path: &str,
         seed: i32,
     ) -> Result<SharedCount> {
-        let value = SharedValue::start_managed(manager, path, &encode_i32(seed)).await?;
+        let value = SharedValue::new_managed(manager, path, &encode_i32(seed)).await?;
         Ok(SharedCount::following(value))
     }
 
     /// Publishes the value's changes decoded; must be called within a tokio runtime.
     fn following(value: SharedValue) -> SharedCount {
-        let mut values = value.changes();
+        let mut values = value.watch();
         let counts = Arc::new(Publisher::new(count_of(values.current())));
         let publisher = counts.clone();
         // Ends with the value's transitions (their final `Ended`).
@@ -109,6 +108,19 @@ impl SharedCount {
             }
         });
         SharedCount { value, counts }
+    }
+
+    /// Stops following the node (see [`SharedValue::close`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedValue::close`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`SharedValue::close`].
+    pub async fn close(&self) -> Result<()> {
+        self.value.close().await
     }
 
     /// The node's path.
@@ -134,9 +146,9 @@ impl SharedCount {
         decode_versioned(self.value.value())
     }
 
-    /// Follows the count (see [`SharedValue::changes`]); a value that is not a count is
+    /// Follows the count (see [`SharedValue::watch`]); a value that is not a count is
     /// [`SharedState::Invalid`].
-    pub fn changes(&self) -> Transitions<SharedState<i32>> {
+    pub fn watch(&self) -> Transitions<SharedState<i32>> {
         self.counts.subscribe()
     }
 

@@ -5,15 +5,17 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use tokio::sync::watch;
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::sync::CancellationToken;
 use tracing::debug;
 use zk_client::{
-    Client, CreateMode, Generations, Observable, Publisher, SessionManager, Stat, Transitions,
-    Watcher,
+    Client, CreateMode, Observable, Publisher, SessionManager, Stat, Transitions, Watcher,
 };
 
 use crate::error::{Error, Result};
-use crate::node::kernel::{check_base, create_if_absent, retry_after, retrying, turns};
+use crate::path::check_base;
+use crate::queue::create_if_absent;
+use crate::retry::{gave_up, retry_after, retrying, turns};
+use crate::session::{Background, NoNext, Sessions, Source};
 
 /// A value together with the version of the node it was read from (the `version` a
 /// compare-and-set must match).
@@ -25,7 +27,7 @@ pub struct Versioned<T> {
     pub value: T,
 }
 
-/// A [`SharedValue`] or [`SharedCount`](super::SharedCount) as its `changes()` follows it
+/// A [`SharedValue`] or [`SharedCount`](super::SharedCount) as its `watch()` follows it
 /// (with [`Transitions`], the type that follows a session's state, a lock's state and
 /// leadership too).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,15 +82,6 @@ impl Snapshot {
     }
 }
 
-/// Where the value's client comes from.
-#[derive(Debug)]
-enum Source {
-    /// One client: the value ends with its session.
-    Client(Client),
-    /// A session manager: the value goes on with each new session.
-    Manager(SessionManager),
-}
-
 #[derive(Debug)]
 struct Inner {
     source: Source,
@@ -96,16 +89,11 @@ struct Inner {
     cache: watch::Sender<Snapshot>,
     /// Each newer value, then `Ended`.
     published: Publisher<SharedState<Bytes>>,
-    /// Cancelled when the follower stops (session ended, or every handle dropped).
-    ended: CancellationToken,
 }
 
 impl Inner {
     fn client(&self) -> Client {
-        match &self.source {
-            Source::Client(c) => c.clone(),
-            Source::Manager(m) => m.client(),
-        }
+        self.source.client()
     }
 
     /// Takes `snap` if it is newer than the cached value. Curator compares versions and
@@ -129,9 +117,9 @@ impl Inner {
 /// Bytes shared through one node, in Curator's `SharedValue` layout (a PERSISTENT node at
 /// `path` holding the raw bytes), kept up to date by a watch.
 ///
-/// [`start`](Self::start) creates the node with the seed when it is missing (parents as
+/// [`new`](Self::new) creates the node with the seed when it is missing (parents as
 /// containers), reads it and watches it; every change anyone makes is read back and
-/// published to [`changes`](Self::changes). [`try_set_value`](Self::try_set_value) is a
+/// published to [`watch`](Self::watch). [`try_set_value`](Self::try_set_value) is a
 /// compare-and-set on the node's version.
 ///
 /// Better than Curator 5.4: newer values are recognised by the change's zxid, not the
@@ -140,15 +128,15 @@ impl Inner {
 /// (ZOOKEEPER-4743); and when someone deletes the node the value keeps watching for its
 /// re-creation instead of going deaf.
 ///
-/// Started with [`start`](Self::start), the value follows one session: when the client's
-/// session ends, [`changes`](Self::changes) ends with that error and writes fail with it.
-/// Started with [`start_managed`](Self::start_managed), it goes on with each new session of a
+/// Started with [`new`](Self::new), the value follows one session: when the client's
+/// session ends, [`watch`](Self::watch) ends with that error and writes fail with it.
+/// Started with [`new_managed`](Self::new_managed), it goes on with each new session of a
 /// [`SessionManager`] (read again at once; Curator re-reads on every reconnect too).
 ///
 /// ```no_run
 /// # async fn f(client: zk_client::Client) -> zk_recipes::Result<()> {
 /// use zk_recipes::shared::SharedValue;
-/// let value = SharedValue::start(&client, "/config/mode", b"normal").await?;
+/// let value = SharedValue::new(client.clone(), "/config/mode", b"normal").await?;
 /// let current = value.value();
 /// if !value.try_set_value(&current, b"maintenance").await? {
 ///     println!("someone changed it first: {:?}", value.value().value);
@@ -158,7 +146,8 @@ impl Inner {
 #[derive(Debug, Clone)]
 pub struct SharedValue {
     inner: Arc<Inner>,
-    _stop: Arc<DropGuard>,
+    /// The follower; stopped when the last clone is dropped.
+    task: Arc<Background>,
 }
 
 impl SharedValue {
@@ -172,41 +161,32 @@ impl SharedValue {
     /// # Cancel safety
     ///
     /// Dropping the future may leave the node created; nothing keeps running.
-    pub async fn start(client: &Client, path: &str, seed: &[u8]) -> Result<SharedValue> {
-        Self::start_on(Source::Client(client.clone()), None, path, seed).await
+    pub async fn new(client: Client, path: &str, seed: &[u8]) -> Result<SharedValue> {
+        Self::start_on(Source::Client(client), path, seed).await
     }
 
-    /// As [`start`](Self::start), on `manager`'s sessions: the value keeps following the node
+    /// As [`new`](Self::new), on `manager`'s sessions: the value keeps following the node
     /// (and writes go) on each new session after an expiry.
     ///
     /// # Errors
     ///
-    /// As [`start`](Self::start).
+    /// As [`new`](Self::new).
     ///
     /// # Cancel safety
     ///
-    /// As [`start`](Self::start).
-    pub async fn start_managed(
+    /// As [`new`](Self::new).
+    pub async fn new_managed(
         manager: &SessionManager,
         path: &str,
         seed: &[u8],
     ) -> Result<SharedValue> {
-        let clients = manager.watch();
-        Self::start_on(Source::Manager(manager.clone()), Some(clients), path, seed).await
+        Self::start_on(Source::Manager(manager.clone()), path, seed).await
     }
 
-    async fn start_on(
-        source: Source,
-        clients: Option<Generations>,
-        path: &str,
-        seed: &[u8],
-    ) -> Result<SharedValue> {
+    async fn start_on(source: Source, path: &str, seed: &[u8]) -> Result<SharedValue> {
         let path = check_base(path)?;
-        let client = match (&source, &clients) {
-            (_, Some(w)) => w.current().client.clone(),
-            (Source::Client(c), None) => c.clone(),
-            (Source::Manager(m), None) => m.client(),
-        };
+        let sessions = source.sessions();
+        let client = sessions.client().clone();
         create_if_absent(&client, &path, seed, CreateMode::Persistent).await?;
         let (snap, watch) = read_watch(&client, &path).await?;
         let published = Publisher::new(SharedState::Current(snap.versioned()));
@@ -216,13 +196,14 @@ impl SharedValue {
             path,
             cache,
             published,
-            ended: CancellationToken::new(),
         });
-        let stop = CancellationToken::new();
-        tokio::spawn(follow(inner.clone(), client, clients, watch, stop.clone()));
+        let task = Background::spawn({
+            let inner = inner.clone();
+            |stop| follow(inner, sessions, watch, stop)
+        });
         Ok(SharedValue {
             inner,
-            _stop: Arc::new(stop.drop_guard()),
+            task: Arc::new(task),
         })
     }
 
@@ -240,8 +221,25 @@ impl SharedValue {
     /// [`Transitions`]; it ends with [`SharedState::Ended`] when the value stops following
     /// the node (its session ended, or every handle was dropped). A follower that falls more
     /// than [`zk_client::HISTORY`] changes behind skips to the newest value.
-    pub fn changes(&self) -> Transitions<SharedState<Bytes>> {
+    pub fn watch(&self) -> Transitions<SharedState<Bytes>> {
         self.inner.published.subscribe()
+    }
+
+    /// Stops following the node, for every clone of this handle: [`watch`](Self::watch)
+    /// ends with [`SharedState::Ended`] and writes fail. The node stays (it is shared).
+    /// Dropping the last clone does the same in the background.
+    ///
+    /// # Errors
+    ///
+    /// None today: nothing is undone on the server. The `Result` is the crate's one `close`
+    /// shape (see the [crate docs](crate#conventions)).
+    ///
+    /// # Cancel safety
+    ///
+    /// The value stops as soon as this is called; the future only waits for its follower.
+    pub async fn close(&self) -> Result<()> {
+        self.task.close().await;
+        Ok(())
     }
 
     /// Writes `value` whatever the node holds (`setData` at any version).
@@ -317,25 +315,18 @@ async fn read_watch(client: &Client, path: &str) -> Result<(Snapshot, Watcher)> 
 
 /// The background follower: on every event on the node, read it again (with a new watch)
 /// and publish it if newer. A deleted node is watched with `exists` until it returns.
-async fn follow(
-    inner: Arc<Inner>,
-    client: Client,
-    clients: Option<Generations>,
-    watch: Watcher,
-    stop: CancellationToken,
-) {
-    let _ended = inner.ended.clone().drop_guard();
-    follow_until(&inner, client, clients, watch, &stop).await;
+async fn follow(inner: Arc<Inner>, sessions: Sessions, watch: Watcher, stop: CancellationToken) {
+    follow_until(&inner, sessions, watch, &stop).await;
     inner.published.publish(SharedState::Ended);
 }
 
 async fn follow_until(
     inner: &Inner,
-    mut client: Client,
-    mut clients: Option<Generations>,
+    mut sessions: Sessions,
     mut watch: Watcher,
     stop: &CancellationToken,
 ) {
+    let mut client = sessions.client().clone();
     for _ in turns() {
         let event = tokio::select! {
             _ = stop.cancelled() => return,
@@ -355,19 +346,17 @@ async fn follow_until(
                 }
             }
         }
-        // The session ended: go on with the manager's next ones, if any.
-        let Some(watcher) = clients.as_mut() else {
-            debug!(path = %inner.path, error = ?failed, "shared value stops following");
-            return;
-        };
+        // The session ended: go on with the next one, if any (paced by the base).
         let mut renewed = false;
         for _ in turns() {
-            let next = tokio::select! {
-                _ = stop.cancelled() => return,
-                next = watcher.changed() => next.live(),
-            };
-            let Ok(generation) = next else { return };
-            client = generation.client;
+            match sessions.next(stop).await {
+                Ok(next) => client = next,
+                Err(NoNext::Stopped) => return,
+                Err(NoNext::Ended(e)) => {
+                    debug!(path = %inner.path, error = %e, failed = ?failed, "shared value stops following");
+                    return;
+                }
+            }
             match rearm(inner, &client).await {
                 Ok(next) => {
                     watch = next;
@@ -406,5 +395,5 @@ async fn rearm(inner: &Inner, client: &Client) -> Result<Watcher> {
             Err(e) => retry_after(client, e).await?,
         }
     }
-    Err(crate::node::kernel::gave_up())
+    Err(gave_up())
 }

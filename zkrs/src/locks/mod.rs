@@ -148,7 +148,7 @@ fn show(out: &Output, reports: &[Report], clear: bool) {
 /// holder decides whether to let go (only locks made revocable listen).
 pub(crate) async fn revoke(session: &Session, out: &Output, node: &str) -> Result<(), CliError> {
     let what = || format!("revoke {node}");
-    match zk_recipes::revoke(&session.client, node).await {
+    match zk_recipes::lock::revoke(&session.client, node).await {
         Ok(true) => {}
         Ok(false) => return Err(CliError::zk(what(), ZkError::NoNode)),
         Err(zk_recipes::Error::Client(e)) => return Err(CliError::zk(what(), e)),

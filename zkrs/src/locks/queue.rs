@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Serialize, Serializer};
 use zk_recipes::layout::{self, parse, Contender, Intent, Kind, Library, NodeName, Position};
-use zk_recipes::REVOKE_MESSAGE;
+use zk_recipes::lock::REVOKE_MESSAGE;
 
 use crate::output::{session_hex, utf8};
 

@@ -1,0 +1,207 @@
+//! [`Cache`]: the handle (reads of the snapshot, events, state, close). Built by
+//! `builder.rs`; the work is in `task.rs`.
+
+use std::sync::atomic::{AtomicBool, AtomicU32};
+use std::sync::{Arc, RwLock};
+
+use tokio::sync::broadcast;
+use zk_client::{Publisher, Transitions};
+
+use super::events::{CacheEvents, Filter};
+use super::node::ChildData;
+use super::options::Options;
+use super::shared::{CacheState, Guarded, Shared};
+use super::store::Store;
+use super::task;
+use crate::session::{Background, Source};
+
+/// A cache of the subtree at a path, kept current by one persistent recursive watch
+/// (Curator's `CuratorCache`). Cheap to clone; the cache stops when the last clone is
+/// dropped or [`close`](Self::close) is called. See the [module docs](super) for the events
+/// and what holds across faults.
+#[derive(Clone)]
+pub struct Cache {
+    pub(super) shared: Arc<Shared>,
+    /// The task; stopped when the last clone is dropped.
+    task: Arc<Background>,
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cache")
+            .field("path", &self.shared.opts.path)
+            .field("state", &self.state())
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+impl Cache {
+    pub(super) fn start(opts: Options, source: Source) -> (Cache, CacheEvents) {
+        let (events, rx) = broadcast::channel(opts.event_buffer);
+        let shared = Arc::new(Shared {
+            store: RwLock::new(Guarded {
+                store: Store::new(&opts.path),
+                events: Some(events),
+            }),
+            opts,
+            states: Publisher::new(CacheState::Loading),
+            initialized: AtomicBool::new(false),
+            pass: AtomicU32::new(0),
+        });
+        let sessions = source.sessions();
+        let task = Background::spawn({
+            let shared = shared.clone();
+            |stop| task::run(shared, sessions, stop)
+        });
+        let cache = Cache {
+            shared,
+            task: Arc::new(task),
+        };
+        (cache, CacheEvents::new(rx, Filter::All))
+    }
+
+    /// The root of the cached subtree.
+    pub fn path(&self) -> &str {
+        &self.shared.opts.path
+    }
+
+    /// The cached node at `path`, if any. Never waits for the network.
+    pub fn get(&self, path: &str) -> Option<ChildData> {
+        self.shared.read().get(path)
+    }
+
+    /// The cached direct children of `path`, in name order.
+    pub fn children(&self, path: &str) -> Vec<ChildData> {
+        self.shared.read().children(path)
+    }
+
+    /// Every cached node, parents before children (by depth, then path).
+    pub fn entries(&self) -> Vec<ChildData> {
+        self.shared.read().entries()
+    }
+
+    /// How many nodes are cached.
+    pub fn len(&self) -> usize {
+        self.shared.read().len()
+    }
+
+    /// Whether no node is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The events from now on.
+    pub fn events(&self) -> CacheEvents {
+        self.shared.subscribe(Filter::All)
+    }
+
+    /// The snapshot and a stream of exactly the events after it: replaying the stream over
+    /// the snapshot gives the cache's later snapshots.
+    pub fn snapshot_and_events(&self) -> (Vec<ChildData>, CacheEvents) {
+        let guarded = self.shared.guarded();
+        let events = Shared::subscribe_to(&guarded, Filter::All);
+        (guarded.store.entries(), events)
+    }
+
+    /// Where the cache stands (loaded, disconnected, resyncing...).
+    pub fn state(&self) -> CacheState {
+        self.shared.states.current()
+    }
+
+    /// Follows the cache's state: every transition from now on ([`Transitions`], the type
+    /// that follows a session's state, a lock's state and leadership too). It ends with
+    /// [`CacheState::Ended`].
+    ///
+    /// ```no_run
+    /// # async fn f(cache: zk_recipes::cache::Cache) {
+    /// use zk_recipes::cache::CacheState;
+    /// let mut states = cache.watch();
+    /// loop {
+    ///     match states.changed().await {
+    ///         CacheState::Disconnected => println!("stale until reconnected"),
+    ///         CacheState::Ended => break,
+    ///         _ => {}
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    pub fn watch(&self) -> Transitions<CacheState> {
+        self.shared.states.subscribe()
+    }
+
+    /// Whether the first load completed ([`ready`](Self::ready) would return at once).
+    pub fn is_ready(&self) -> bool {
+        self.shared.is_initialized()
+    }
+
+    /// Waits until the first load completed (at once if it has).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Client`](crate::Error::Client)`(Closed)` when the cache ended first (closed,
+    /// or its session ended).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only watches the cache's state.
+    pub async fn ready(&self) -> crate::Result<()> {
+        let shared = &self.shared;
+        self.wait(|_| shared.is_initialized()).await
+    }
+
+    /// Waits until the cache is [`CacheState::Synced`]: loaded, and (after a fault) resynced.
+    ///
+    /// # Errors
+    ///
+    /// As [`ready`](Self::ready).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub async fn synced(&self) -> crate::Result<()> {
+        self.wait(|s| s == CacheState::Synced).await
+    }
+
+    /// [`ready`](Self::ready) within `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Timeout`](crate::Error::Timeout) when the first load did not complete in
+    /// time; otherwise as [`ready`](Self::ready).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub async fn ready_timeout(&self, timeout: std::time::Duration) -> crate::Result<()> {
+        crate::retry::within(timeout, self.ready()).await
+    }
+
+    async fn wait(&self, done: impl Fn(CacheState) -> bool) -> crate::Result<()> {
+        let mut states = self.watch();
+        let state = states.wait_for(&done).await;
+        if done(state) {
+            Ok(())
+        } else {
+            Err(zk_client::Error::Closed.into())
+        }
+    }
+
+    /// Stops the cache: its task ends and its watch is removed from the server (when no
+    /// other watcher of the client needs it). The snapshot stays readable, as of the close
+    /// (Curator clears it unless `DO_NOT_CLEAR_ON_CLOSE`). Other clones see
+    /// [`CacheState::Ended`]; their event streams end.
+    ///
+    /// # Errors
+    ///
+    /// None today: a cache has nothing to undo on the server. The `Result` is the crate's
+    /// one `close` shape (see the [crate docs](crate#conventions)).
+    ///
+    /// # Cancel safety
+    ///
+    /// The cache stops as soon as this is called; the future only waits for its task.
+    pub async fn close(&self) -> crate::Result<()> {
+        self.task.close().await;
+        Ok(())
+    }
+}

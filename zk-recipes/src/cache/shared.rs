@@ -1,0 +1,151 @@
+//! What a cache's task and its handles share: the snapshot and its event sender under one
+//! lock, the published [`CacheState`], the pass counter. At the bottom of `cache/` with
+//! `options`, `store`, `node` and `events`.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{PoisonError, RwLock};
+
+use tokio::sync::broadcast;
+use zk_client::{Observable, Publisher};
+
+use super::events::{CacheEvents, Filter};
+use super::node::CacheEvent;
+use super::options::Options;
+use super::store::{self, Store};
+
+/// Where a cache stands with its server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CacheState {
+    /// The first load is running (or waits for a connection).
+    Loading,
+    /// Loaded and following the watch: the snapshot is as current as the events.
+    Synced,
+    /// The connection is lost: the snapshot is as of the disconnection, no events come.
+    Disconnected,
+    /// Reconnected (or on a new session): re-reading the subtree to report the differences.
+    Resyncing,
+    /// Closed, or its session ended for good: the snapshot is kept, no events come.
+    Ended,
+}
+
+/// Followed with [`Cache::watch`](super::Cache::watch): `Ended` is final.
+impl Observable for CacheState {
+    fn is_final(&self) -> bool {
+        *self == CacheState::Ended
+    }
+
+    fn when_gone(_last: &Self) -> Self {
+        CacheState::Ended
+    }
+}
+
+/// The snapshot and its event sender.
+pub(super) struct Guarded {
+    pub(super) store: Store,
+    pub(super) events: Option<broadcast::Sender<CacheEvent>>,
+}
+
+/// What the task and the handles share.
+pub(crate) struct Shared {
+    pub(super) opts: Options,
+    /// The snapshot, and the sender of its events (dropped when the cache ends, which ends
+    /// every stream), under one lock.
+    pub(super) store: RwLock<Guarded>,
+    pub(super) states: Publisher<CacheState>,
+    /// The first load completed (set before `Synced` is first published).
+    pub(super) initialized: AtomicBool,
+    pub(super) pass: AtomicU32,
+}
+
+impl Shared {
+    pub(super) fn guarded(&self) -> std::sync::RwLockReadGuard<'_, Guarded> {
+        self.store.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn read(&self) -> impl std::ops::Deref<Target = Store> + '_ {
+        struct R<'a>(std::sync::RwLockReadGuard<'a, Guarded>);
+        impl std::ops::Deref for R<'_> {
+            type Target = Store;
+            fn deref(&self) -> &Store {
+                &self.0.store
+            }
+        }
+        R(self.guarded())
+    }
+
+    /// Runs `change` on the snapshot and sends the events it returns, under the lock, so
+    /// that a subscription made under the read lock sees exactly the later events.
+    pub(super) fn apply(&self, change: impl FnOnce(&mut Store, bool) -> Vec<CacheEvent>) {
+        let mut guarded = self.store.write().unwrap_or_else(PoisonError::into_inner);
+        let Guarded { store, events } = &mut *guarded;
+        let listening = events.as_ref().is_some_and(|tx| tx.receiver_count() > 0);
+        let out = change(store, listening);
+        if let Some(tx) = events.as_ref().filter(|_| listening) {
+            for event in out {
+                let _ = tx.send(event);
+            }
+        }
+    }
+
+    /// The cache ended: no more events; every stream ends after what it has.
+    pub(super) fn end(&self) {
+        let mut guarded = self.store.write().unwrap_or_else(PoisonError::into_inner);
+        guarded.events = None;
+        drop(guarded);
+        self.set_state(CacheState::Ended);
+    }
+
+    pub(super) fn level(&self, path: &str) -> Option<usize> {
+        store::level_below(&self.opts.path, path)
+    }
+
+    pub(super) fn keeps_data(&self, path: &str) -> bool {
+        self.opts.keep_data.as_ref().is_none_or(|keep| keep(path))
+    }
+
+    pub(super) fn last_pass(&self) -> u32 {
+        self.pass.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn next_pass(&self) -> u32 {
+        self.pass.fetch_add(1, Ordering::Relaxed).wrapping_add(1)
+    }
+
+    pub(super) fn set_state(&self, state: CacheState) {
+        self.states.publish_if(|s| {
+            let changed = *s != state && *s != CacheState::Ended;
+            if changed {
+                *s = state;
+            }
+            changed
+        });
+    }
+
+    /// A pass completed: the snapshot equals the server's subtree as of now.
+    pub(super) fn pass_completed(&self) {
+        let first = !self.is_initialized();
+        if first {
+            self.apply(|_, _| vec![CacheEvent::Initialized]);
+        }
+        self.initialized.store(true, Ordering::Release);
+        self.set_state(CacheState::Synced);
+    }
+
+    pub(super) fn is_initialized(&self) -> bool {
+        self.initialized.load(Ordering::Acquire)
+    }
+
+    pub(super) fn subscribe(&self, filter: Filter) -> CacheEvents {
+        Self::subscribe_to(&self.guarded(), filter)
+    }
+
+    pub(super) fn subscribe_to(guarded: &Guarded, filter: Filter) -> CacheEvents {
+        let rx = match &guarded.events {
+            Some(tx) => tx.subscribe(),
+            // Ended: a stream that ends at once.
+            None => broadcast::channel(1).1,
+        };
+        CacheEvents::new(rx, filter)
+    }
+}

@@ -76,6 +76,7 @@ pub struct ClientBuilder {
     pub(crate) request_timeout: Option<Duration>,
     pub(crate) watch_buffer: usize,
     pub(crate) resume: Option<(i64, bytes::Bytes)>,
+    pub(crate) resolver: Option<crate::resolve::Resolver>,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<crate::tls::TlsOptions>,
     #[cfg(feature = "sasl")]
@@ -99,6 +100,7 @@ impl ClientBuilder {
             request_timeout: None,
             watch_buffer: DEFAULT_WATCH_BUFFER,
             resume: None,
+            resolver: None,
             #[cfg(feature = "tls")]
             tls: None,
             #[cfg(feature = "sasl")]
@@ -113,11 +115,52 @@ impl ClientBuilder {
         self
     }
 
-    /// Bound on one connection attempt: TCP connect plus session handshake. Default: the
-    /// session timeout divided by the number of hosts (the Java client's rule), at least
-    /// 100 ms.
+    /// Bound on one connection attempt (one address): TCP connect plus session handshake.
+    /// Default: the session timeout divided by the number of addresses of all hosts, as
+    /// last resolved (the Java client's rule, counting each address of a name with several
+    /// records), at least 100 ms.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = Some(timeout);
+        self
+    }
+
+    /// Resolves the host names of the connect string with `resolve` instead of the system's
+    /// resolver (tokio's `lookup_host`): service discovery, a DNS client of your choice, a
+    /// fixed table in tests.
+    ///
+    /// `resolve(host, port)` gets a host name as written in the connect string (IP literals
+    /// are never resolved) and returns its addresses. It is called each time the host's turn
+    /// comes to be tried, so changed records are followed at the next reconnect. Each
+    /// address is tried as a host of its own, with its own connect timeout; a name whose
+    /// resolution fails, or finds nothing, is a failed attempt and the next host is tried.
+    /// TLS verifies the server certificate against the name, not the address.
+    ///
+    /// ```no_run
+    /// # async fn f() -> zk_client::Result<()> {
+    /// use std::net::SocketAddr;
+    /// let client = zk_client::Client::builder("zk.internal:2181/app")
+    ///     .resolver(|host, port| {
+    ///         let found = match host {
+    ///             "zk.internal" => vec![
+    ///                 SocketAddr::from(([10, 0, 0, 1], port)),
+    ///                 SocketAddr::from(([10, 0, 0, 2], port)),
+    ///             ],
+    ///             _ => Vec::new(),
+    ///         };
+    ///         async move { Ok(found) }
+    ///     })
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn resolver<F, Fut>(mut self, resolve: F) -> Self
+    where
+        F: Fn(&str, u16) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = std::io::Result<Vec<std::net::SocketAddr>>>
+            + Send
+            + 'static,
+    {
+        self.resolver = Some(crate::resolve::Resolver::new(resolve));
         self
     }
 

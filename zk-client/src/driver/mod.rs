@@ -25,6 +25,8 @@ mod tls_stream;
 pub(crate) mod transport;
 
 #[cfg(test)]
+mod dns_tests;
+#[cfg(test)]
 mod tests;
 
 use std::future::Future;
@@ -41,11 +43,11 @@ use tracing::{debug, trace};
 use zk_proto::frame::decode_frame;
 
 use crate::command::Command;
-use crate::hosts::{HostList, MAX_BACKOFF};
+use crate::hosts::{HostList, Target, MAX_BACKOFF};
 use crate::session::{Disconnect, Session};
 use crate::state::{SessionInfo, SessionState};
 use probe::{probe_read_write, ProbeSchedule};
-use transport::{write_now, Connector, TcpConnector, TlsFailure, Transport};
+use transport::{write_now, Connector, Endpoint, TcpConnector, TlsFailure, Transport};
 
 /// Read buffer size (and the spare room kept before each read).
 const READ_BUF: usize = 64 * 1024;
@@ -87,6 +89,9 @@ pub(crate) struct DriverConfig {
     pub(crate) max_frame_len: usize,
     /// Pause reading deep pipelines for [`READ_DEFER`] (see `ClientBuilder::batch_reads`).
     pub(crate) batch_reads: bool,
+    /// The session timeout when the builder set no connect timeout: the default one is
+    /// derived per attempt from it and the addresses last resolved.
+    pub(crate) auto_connect_timeout: Option<Duration>,
 }
 
 /// TLS failures of the connection attempts, for [`connect`](crate::ClientBuilder::connect)
@@ -97,6 +102,9 @@ pub(crate) struct TlsFailures {
     pub(crate) in_a_row: usize,
     /// The last one's message.
     pub(crate) last: Option<String>,
+    /// Attempts in one round over the hosts (their addresses as last resolved; 0 before
+    /// the first resolution).
+    pub(crate) round: usize,
 }
 
 pub(crate) struct Driver<C: Connector = TcpConnector> {
@@ -131,7 +139,10 @@ struct Link<S> {
     /// When the session was established on it.
     established: Option<Instant>,
     index: usize,
+    /// The host as written in the connect string.
     addr: String,
+    /// The address connected to.
+    ip: std::net::SocketAddr,
     probe: Option<Probe>,
     probes: ProbeSchedule,
 }
@@ -209,10 +220,9 @@ impl<C: Connector> Driver<C> {
                 MAX_BACKOFF
             };
             let delay = self.hosts.backoff(max);
-            let (index, addr) = self.hosts.next_host();
-            let addr = addr.to_owned();
-            match self.attempt(delay, &addr).await {
-                Ok((stream, deadline)) => self.serve(stream, deadline, index, addr).await,
+            let target = self.hosts.next_target();
+            match self.attempt(delay, target).await {
+                Ok((stream, deadline, index, to)) => self.serve(stream, deadline, index, to).await,
                 Err(tls) => {
                     if tls.is_some() {
                         self.note_tls(tls);
@@ -225,46 +235,100 @@ impl<C: Connector> Driver<C> {
         debug!(state = ?self.session.state(), "session over");
     }
 
-    /// Waits `delay`, then connects to `addr`, serving commands and timers meanwhile. The
+    /// The bound on one attempt (one address): the builder's, or by default the session
+    /// timeout divided by the addresses of all hosts as last resolved (at least 100 ms).
+    fn connect_timeout(&self) -> Duration {
+        match self.cfg.auto_connect_timeout {
+            Some(session_timeout) => {
+                crate::session::timers::connect_timeout(session_timeout, self.hosts.addresses())
+            }
+            None => self.session.connect_timeout(),
+        }
+    }
+
+    /// Waits `delay`, resolves the host when `target` is one to resolve (within the connect
+    /// timeout), then connects to the address, serving commands and timers meanwhile. The
     /// connect and the handshake that follows share one deadline, the connect timeout. A
     /// failure carries the TLS message when it was one.
     async fn attempt(
         &mut self,
         delay: Duration,
-        addr: &str,
-    ) -> Result<(C::Stream, Instant), Option<String>> {
-        let connect_timeout = self.session.connect_timeout();
-        let connector = self.connector.clone();
-        let connect = async move {
+        target: Target,
+    ) -> Result<(C::Stream, Instant, usize, Endpoint), Option<String>> {
+        let connect_timeout = self.connect_timeout();
+        let pause = async move {
             if !delay.is_zero() {
                 sleep(delay).await;
             }
-            trace!(addr, "connecting");
+        };
+        let (index, to) = match target {
+            Target::Addr(index, host, addr) => {
+                self.serving(pause).await.ok_or(None)?;
+                (index, Endpoint { host, addr })
+            }
+            Target::Name(index, host) => {
+                let resolver = self.hosts.resolver().clone();
+                let name = host.clone();
+                let resolve = async move {
+                    pause.await;
+                    timeout_at(
+                        tokio::time::Instant::now() + connect_timeout,
+                        resolver.resolve(&name),
+                    )
+                    .await
+                };
+                let addrs = match self.serving(resolve).await.ok_or(None)? {
+                    Ok(Ok(addrs)) => addrs,
+                    Ok(Err(err)) => {
+                        debug!(host, %err, "cannot resolve");
+                        return Err(None);
+                    }
+                    Err(_) => {
+                        debug!(host, "resolving timed out");
+                        return Err(None);
+                    }
+                };
+                trace!(host, ?addrs, "resolved");
+                let addr = self.hosts.resolved(index, addrs).ok_or(None)?;
+                self.publish_round();
+                (index, Endpoint { host, addr })
+            }
+        };
+        // The addresses just resolved may change the default bound.
+        let connect_timeout = self.connect_timeout();
+        let connector = self.connector.clone();
+        let endpoint = to.clone();
+        let connect = async move {
+            let addr = &endpoint.addr;
+            trace!(host = endpoint.host, %addr, "connecting");
             let deadline = now() + connect_timeout;
             let at = tokio::time::Instant::from_std(deadline);
-            match timeout_at(at, connector.connect(addr)).await {
+            match timeout_at(at, connector.connect(&endpoint)).await {
                 Ok(Ok(stream)) => Ok((stream, deadline)),
                 Ok(Err(err)) => {
-                    debug!(addr, %err, "connect failed");
+                    debug!(host = endpoint.host, %addr, %err, "connect failed");
                     Err(TlsFailure::message(&err))
                 }
                 Err(_) => {
-                    debug!(addr, "connect timed out");
+                    debug!(host = endpoint.host, %addr, "connect timed out");
                     Err(None)
                 }
             }
         };
-        tokio::pin!(connect);
+        let (stream, deadline) = self.serving(connect).await.ok_or(None)??;
+        #[cfg(feature = "sasl-gssapi")]
+        self.prepare_sasl(&to.host, deadline).await?;
+        Ok((stream, deadline, index, to))
+    }
+
+    /// Awaits `fut` while serving commands and timers; `None` when the session is done
+    /// meanwhile.
+    async fn serving<F: Future>(&mut self, fut: F) -> Option<F::Output> {
+        tokio::pin!(fut);
         loop {
             self.arm_timer();
             tokio::select! {
-                stream = &mut connect => {
-                    #[cfg(feature = "sasl-gssapi")]
-                    if let Ok((_, deadline)) = &stream {
-                        self.prepare_sasl(addr, *deadline).await?;
-                    }
-                    return stream;
-                }
+                out = &mut fut => return Some(out),
                 cmd = self.rx.recv(), if !self.rx_closed => self.on_command(cmd),
                 () = self.timer.as_mut() => {
                     let _ = self.on_timer();
@@ -272,23 +336,32 @@ impl<C: Connector> Driver<C> {
             }
             self.deliver();
             if self.session.is_done() {
-                return Err(None);
+                return None;
             }
         }
     }
 
-    /// SASL GSSAPI: the Kerberos tickets for the connection to `addr`, within its connect
+    /// Tells [`connect`](crate::ClientBuilder::connect) how many attempts make one round
+    /// over the hosts (for its early TLS failure).
+    fn publish_round(&mut self) {
+        let round = self.hosts.addresses();
+        if let Some(tx) = &self.tls_failures {
+            tx.send_if_modified(|f| std::mem::replace(&mut f.round, round) != round);
+        }
+    }
+
+    /// SASL GSSAPI: the Kerberos tickets for the connection to `host`, within its connect
     /// deadline. Refused credentials end the session (`AuthFailed`, no reconnect storm); an
     /// unreachable KDC fails this attempt like a connection failure.
     #[cfg(feature = "sasl-gssapi")]
-    async fn prepare_sasl(&mut self, addr: &str, deadline: Instant) -> Result<(), Option<String>> {
+    async fn prepare_sasl(&mut self, host: &str, deadline: Instant) -> Result<(), Option<String>> {
         let Some(cfg) = self.session.gssapi() else {
             return Ok(());
         };
         let at = tokio::time::Instant::from_std(deadline);
         // A task of its own: a panic in the Kerberos library (krb5-gss 0.2.0 panics on some
         // keytab/reply combinations) fails this preparation instead of the connection task.
-        let host = transport::host_of(addr).to_owned();
+        let host = transport::host_of(host).to_owned();
         let mut task = tokio::spawn(async move { kerberos::prepare(&cfg, &host).await });
         let prepared = match timeout_at(at, &mut task).await {
             Ok(Ok(prepared)) => Ok(prepared),
@@ -322,7 +395,7 @@ impl<C: Connector> Driver<C> {
     }
 
     /// Runs one connection until it drops or the session ends: one loop of named steps.
-    async fn serve(&mut self, stream: C::Stream, deadline: Instant, index: usize, addr: String) {
+    async fn serve(&mut self, stream: C::Stream, deadline: Instant, index: usize, to: Endpoint) {
         self.session.handle_connected(now(), deadline);
         let mut link = Link {
             stream: Some(stream),
@@ -332,7 +405,8 @@ impl<C: Connector> Driver<C> {
             pause: false,
             established: None,
             index,
-            addr,
+            addr: to.host,
+            ip: to.addr,
             probe: None,
             probes: ProbeSchedule::default(),
         };
@@ -369,18 +443,19 @@ impl<C: Connector> Driver<C> {
         }
         if link.established.is_none() && self.session.is_connected() {
             link.established = Some(now());
-            self.hosts.on_connected(link.index);
+            self.hosts.on_connected(link.index, Some(link.ip));
             self.last_host = Some(link.addr.clone());
-            debug!(addr = %link.addr, "connected");
+            debug!(addr = %link.addr, ip = %link.ip, "connected");
             crate::metrics::connected();
             self.note_tls(None);
         }
         if self.session.is_read_only() && link.probe.is_none() && self.hosts.len() > 1 {
             link.probe = Some(Box::pin(probe_read_write(
                 self.connector.clone(),
+                self.hosts.resolver().clone(),
                 self.hosts.others(link.index),
                 link.probes.next_delay(),
-                self.session.connect_timeout(),
+                self.connect_timeout(),
             )));
         }
         true

@@ -9,7 +9,7 @@ use rustls::ClientConfig;
 use tokio::net::TcpStream;
 
 use super::tls_stream::TlsStream;
-use super::transport::{host_of, Connector, TlsFailure};
+use super::transport::{host_of, Connector, Endpoint, TlsFailure};
 
 /// The server name to verify for a host: the host itself unless overridden.
 pub(crate) type NameFor = Arc<dyn Fn(&str) -> io::Result<ServerName<'static>> + Send + Sync>;
@@ -73,10 +73,11 @@ impl TlsConnector {
 impl Connector for TlsConnector {
     type Stream = TlsStream;
 
-    async fn connect(&self, addr: &str) -> io::Result<Self::Stream> {
-        let name = (self.name_for)(host_of(addr))?;
+    async fn connect(&self, to: &Endpoint) -> io::Result<Self::Stream> {
+        // The name written in the connect string, not the address it resolved to.
+        let name = (self.name_for)(host_of(&to.host))?;
         let config = self.current()?;
-        let tcp = TcpStream::connect(addr).await?;
+        let tcp = TcpStream::connect(to.addr).await?;
         tcp.set_nodelay(true)?;
         TlsStream::connect(tcp, config, name)
             .await

@@ -23,6 +23,12 @@ pub const DEFAULT_WATCH_BUFFER: usize = 4096;
 impl Client {
     /// A builder for a connect string `"host1:2181,host2:2181/optional/chroot"`.
     ///
+    /// A host without a port gets 2181; IPv6 literals go in brackets (`[::1]:2181`). A host
+    /// name is resolved each time its turn comes to be tried, into all its A/AAAA records,
+    /// and each address is tried as a host of its own with its own connect timeout (see
+    /// [`ClientBuilder::connect_timeout`] and [`ClientBuilder::resolver`]); TLS checks the
+    /// server certificate against the name, not the address.
+    ///
     /// ```no_run
     /// # async fn f() -> zk_client::Result<()> {
     /// let client = zk_client::Client::builder("127.0.0.1:2181").read_only(true).connect().await?;
@@ -129,7 +135,8 @@ impl ClientBuilder {
     /// fixed table in tests.
     ///
     /// `resolve(host, port)` gets a host name as written in the connect string (IP literals
-    /// are never resolved) and returns its addresses. It is called each time the host's turn
+    /// are never resolved) and returns its addresses (each used with the port it carries,
+    /// normally `port`). It is called each time the host's turn
     /// comes to be tried, so changed records are followed at the next reconnect. Each
     /// address is tried as a host of its own, with its own connect timeout; a name whose
     /// resolution fails, or finds nothing, is a failed attempt and the next host is tried.

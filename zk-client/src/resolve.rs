@@ -10,6 +10,7 @@
 use std::future::Future;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -20,8 +21,17 @@ pub(crate) type Resolving = Pin<Box<dyn Future<Output = io::Result<Vec<SocketAdd
 type ResolveFn = dyn Fn(&str, u16) -> Resolving + Send + Sync;
 
 /// Resolves `(host, port)` into addresses.
-#[derive(Clone)]
-pub(crate) struct Resolver(Arc<ResolveFn>);
+///
+/// Asserted unwind safe: `ClientBuilder` (which holds one) stays `UnwindSafe` and
+/// `RefUnwindSafe` as before the hook existed; the builder only calls the function from the
+/// connection task, never across a `catch_unwind` of the caller's.
+pub(crate) struct Resolver(AssertUnwindSafe<Arc<ResolveFn>>);
+
+impl Clone for Resolver {
+    fn clone(&self) -> Self {
+        Self(AssertUnwindSafe(Arc::clone(&self.0 .0)))
+    }
+}
 
 impl std::fmt::Debug for Resolver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -49,7 +59,9 @@ impl Resolver {
         F: Fn(&str, u16) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = io::Result<Vec<SocketAddr>>> + Send + 'static,
     {
-        Self(Arc::new(move |host, port| Box::pin(resolve(host, port))))
+        Self(AssertUnwindSafe(Arc::new(move |host, port| {
+            Box::pin(resolve(host, port))
+        })))
     }
 
     /// The addresses of a connect-string host `host:port` (`[v6]:port` for IPv6 literals):
@@ -65,7 +77,7 @@ impl Resolver {
         if let Ok(ip) = host.parse::<IpAddr>() {
             return Ok(vec![SocketAddr::new(ip, port)]);
         }
-        let mut addrs = (self.0)(host, port).await?;
+        let mut addrs = (self.0 .0)(host, port).await?;
         let mut seen = std::collections::HashSet::new();
         addrs.retain(|a| seen.insert(*a));
         if addrs.is_empty() {

@@ -136,11 +136,12 @@ impl ClientBuilder {
     ///
     /// `resolve(host, port)` gets a host name as written in the connect string (IP literals
     /// are never resolved) and returns its addresses (each used with the port it carries,
-    /// normally `port`). It is called each time the host's turn
-    /// comes to be tried, so changed records are followed at the next reconnect. Each
-    /// address is tried as a host of its own, with its own connect timeout; a name whose
-    /// resolution fails, or finds nothing, is a failed attempt and the next host is tried.
-    /// TLS verifies the server certificate against the name, not the address.
+    /// normally `port`). It is called each time the host's turn comes to be tried, so
+    /// changed records are followed at the next reconnect. Each address is tried as a host
+    /// of its own, with its own connect timeout; a name whose resolution fails, or finds
+    /// nothing, is a failed attempt and the next host is tried. TLS verifies the server
+    /// certificate against the name, not the address. The function must not block: do the
+    /// work in the future it returns.
     ///
     /// ```no_run
     /// # async fn f() -> zk_client::Result<()> {

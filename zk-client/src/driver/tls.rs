@@ -87,3 +87,38 @@ impl Connector for TlsConnector {
             })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::driver::transport::Endpoint;
+
+    /// The certificate is checked against the host as written in the connect string: the
+    /// name, not the address it resolved to.
+    #[tokio::test]
+    async fn the_server_name_is_the_host_not_the_address() {
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let seen = asked.clone();
+        let name_for: NameFor = Arc::new(move |host: &str| {
+            seen.lock().unwrap().push(host.to_owned());
+            ServerName::try_from(host.to_owned())
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
+        });
+        let config = ClientConfig::builder()
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth();
+        let connector = TlsConnector::new(Arc::new(config), name_for);
+        // A port nothing listens on: only the name matters here.
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = closed.local_addr().unwrap();
+        drop(closed);
+        let to = Endpoint {
+            host: format!("zk.example:{}", addr.port()),
+            addr,
+        };
+        assert!(connector.connect(&to).await.is_err());
+        assert_eq!(*asked.lock().unwrap(), ["zk.example"]);
+    }
+}

@@ -27,6 +27,12 @@ pub const DEFAULT_WATCH_BUFFER: usize = 4096;
 impl Client {
     /// A builder for a connect string `"host1:2181,host2:2181/optional/chroot"`.
     ///
+    /// A host without a port gets 2181; IPv6 literals go in brackets (`[::1]:2181`). A host
+    /// name is resolved each time its turn comes to be tried, into all its A/AAAA records,
+    /// and each address is tried as a host of its own with its own connect timeout (see
+    /// [`ClientBuilder::connect_timeout`] and [`ClientBuilder::resolver`]); TLS checks the
+    /// server certificate against the name, not the address.
+    ///
     /// ```no_run
     /// # async fn f() -> zk_client::Result<()> {
     /// let client = zk_client::Client::builder("127.0.0.1:2181").read_only(true).connect().await?;
@@ -84,6 +90,7 @@ pub struct ClientBuilder {
     /// The poison ledger shared by every session of a `SessionManager` (`None`: each client
     /// gets its own).
     pub(crate) poison: Option<crate::session::poison::PoisonLedger>,
+    pub(crate) resolver: Option<crate::resolve::Resolver>,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<crate::tls::TlsOptions>,
     #[cfg(feature = "sasl")]
@@ -109,6 +116,7 @@ impl ClientBuilder {
             resume: None,
             poison_quarantine: DEFAULT_POISON_QUARANTINE,
             poison: None,
+            resolver: None,
             #[cfg(feature = "tls")]
             tls: None,
             #[cfg(feature = "sasl")]
@@ -123,11 +131,54 @@ impl ClientBuilder {
         self
     }
 
-    /// Bound on one connection attempt: TCP connect plus session handshake. Default: the
-    /// session timeout divided by the number of hosts (the Java client's rule), at least
-    /// 100 ms.
+    /// Bound on one connection attempt (one address): TCP connect plus session handshake.
+    /// Default: the session timeout divided by the number of addresses of all hosts, as
+    /// last resolved (the Java client's rule, counting each address of a name with several
+    /// records), at least 100 ms.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = Some(timeout);
+        self
+    }
+
+    /// Resolves the host names of the connect string with `resolve` instead of the system's
+    /// resolver (tokio's `lookup_host`): service discovery, a DNS client of your choice, a
+    /// fixed table in tests.
+    ///
+    /// `resolve(host, port)` gets a host name as written in the connect string (IP literals
+    /// are never resolved) and returns its addresses (each used with the port it carries,
+    /// normally `port`). It is called each time the host's turn comes to be tried, so
+    /// changed records are followed at the next reconnect. Each address is tried as a host
+    /// of its own, with its own connect timeout; a name whose resolution fails, or finds
+    /// nothing, is a failed attempt and the next host is tried. TLS verifies the server
+    /// certificate against the name, not the address. The function must not block: do the
+    /// work in the future it returns.
+    ///
+    /// ```no_run
+    /// # async fn f() -> zk_client::Result<()> {
+    /// use std::net::SocketAddr;
+    /// let client = zk_client::Client::builder("zk.internal:2181/app")
+    ///     .resolver(|host, port| {
+    ///         let found = match host {
+    ///             "zk.internal" => vec![
+    ///                 SocketAddr::from(([10, 0, 0, 1], port)),
+    ///                 SocketAddr::from(([10, 0, 0, 2], port)),
+    ///             ],
+    ///             _ => Vec::new(),
+    ///         };
+    ///         async move { Ok(found) }
+    ///     })
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn resolver<F, Fut>(mut self, resolve: F) -> Self
+    where
+        F: Fn(&str, u16) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = std::io::Result<Vec<std::net::SocketAddr>>>
+            + Send
+            + 'static,
+    {
+        self.resolver = Some(crate::resolve::Resolver::new(resolve));
         self
     }
 

@@ -43,7 +43,10 @@ impl ClientBuilder {
 /// accepted the session and the builder's credentials.
 async fn connect(b: ClientBuilder) -> Result<Client> {
     let (hosts, chroot) = parse_connect_string(&b.connect_string)?;
-    let hosts = HostList::new(hosts);
+    let mut hosts = HostList::new(hosts);
+    if let Some(resolver) = &b.resolver {
+        hosts = hosts.with_resolver(resolver.clone());
+    }
     let mut session = Session::new(session_config(&b, hosts.len()), now());
     session.share_poison(b.poison_ledger());
     if let Some((id, password)) = &b.resume {
@@ -53,7 +56,6 @@ async fn connect(b: ClientBuilder) -> Result<Client> {
     let (info_tx, info_rx) = watch::channel(SessionInfo::default());
     let (transitions_tx, transitions) = broadcast::channel(STATE_HISTORY);
     let (tls_tx, tls_rx) = watch::channel(TlsFailures::default());
-    let host_count = hosts.len();
     let span = tracing::debug_span!(
         "zk_session",
         connect = %b.connect_string,
@@ -69,6 +71,7 @@ async fn connect(b: ClientBuilder) -> Result<Client> {
         cfg: DriverConfig {
             max_frame_len: b.max_frame_len,
             batch_reads: b.batch_reads,
+            auto_connect_timeout: b.connect_timeout.is_none().then_some(b.session_timeout),
         },
     };
     #[cfg(feature = "tls")]
@@ -80,7 +83,7 @@ async fn connect(b: ClientBuilder) -> Result<Client> {
     #[cfg(not(feature = "tls"))]
     spawn_driver(TcpConnector, parts, span);
     let client = Client::new(tx, info_rx, transitions, chroot, b.watch_buffer);
-    establish(&client, &b, tls_rx, host_count).await?;
+    establish(&client, &b, tls_rx).await?;
     Ok(client)
 }
 
@@ -143,12 +146,11 @@ fn session_config(b: &ClientBuilder, hosts: usize) -> SessionConfig {
 }
 
 /// Waits for the first session and the builder's credentials, within the establish timeout.
-/// Fails early with `Error::Tls` once every host failed in TLS.
+/// Fails early with `Error::Tls` once every address of every host failed in TLS.
 async fn establish(
     client: &Client,
     b: &ClientBuilder,
     mut tls: watch::Receiver<TlsFailures>,
-    hosts: usize,
 ) -> Result<()> {
     let auths: Vec<_> = b
         .auths
@@ -158,7 +160,7 @@ async fn establish(
     let mut states = client.watch();
     let tls_failed = async {
         let failed = tls
-            .wait_for(|f| f.in_a_row >= hosts)
+            .wait_for(|f| f.round > 0 && f.in_a_row >= f.round)
             .await
             .map(|f| f.last.clone().unwrap_or_default());
         match failed {

@@ -1,5 +1,7 @@
 //! The connect string, host rotation and reconnect backoff.
 
+use std::collections::VecDeque;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use rand::seq::SliceRandom;
@@ -7,6 +9,7 @@ use rand::Rng;
 
 use crate::error::{Error, Result};
 use crate::path::Chroot;
+use crate::resolve::Resolver;
 
 /// Port used when a host in the connect string has none.
 pub(crate) const DEFAULT_PORT: u16 = 2181;
@@ -58,6 +61,13 @@ pub(crate) fn parse_connect_string(s: &str) -> Result<(Vec<String>, Chroot)> {
 
 /// The servers of the connect string, shuffled once, tried in rotation.
 ///
+/// A host is resolved when its turn comes ([`next_target`](Self::next_target)) into all its
+/// addresses, which are then tried one by one, each as an attempt of its own (its own
+/// connect timeout, the backoff between attempts), before the next host; a host is resolved
+/// again at its next turn, so changed DNS records are followed from one reconnect to the
+/// next. The addresses of a name are shuffled (a fleet of clients given one name spreads over
+/// its records), the one the session was last connected to goes last.
+///
 /// Shuffling spreads the clients of one application over the ensemble. Every attempt after a
 /// failed one waits a jittered, exponentially growing pause (25-50 ms, doubling up to
 /// 0.5-1 s), so a fleet of clients never hammers a struggling ensemble and does not reconnect
@@ -74,6 +84,22 @@ pub(crate) struct HostList {
     /// After an [`update`](Self::update) that asks this client to move: where to look first,
     /// until a connection is established or every host was tried once.
     moving: Option<Moving>,
+    resolver: Resolver,
+    /// The addresses of the host tried last, left to try: (its index, the addresses).
+    pending: Option<(usize, VecDeque<SocketAddr>)>,
+    /// How many addresses each host had when last resolved (1 before).
+    counts: Vec<usize>,
+    /// The address the session was last established on.
+    last_addr: Option<SocketAddr>,
+}
+
+/// What to try next: an address of the host tried last, or the next host, to resolve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// Host `index` (`host:port` as written) at this address.
+    Addr(usize, String, SocketAddr),
+    /// Host `index` (`host:port` as written), to resolve.
+    Name(usize, String),
 }
 
 /// The choice of the next host after a host-list update (ZOOKEEPER-1355), until connected.
@@ -154,11 +180,72 @@ impl HostList {
     pub(crate) fn new(mut hosts: Vec<String>) -> Self {
         hosts.shuffle(&mut rand::thread_rng());
         Self {
+            counts: vec![1; hosts.len()],
             hosts,
             next: 0,
             failures: 0,
             moving: None,
+            resolver: Resolver::default(),
+            pending: None,
+            last_addr: None,
         }
+    }
+
+    /// Resolves host names with `resolver` (default: the system's).
+    pub(crate) fn with_resolver(mut self, resolver: Resolver) -> Self {
+        self.resolver = resolver;
+        self
+    }
+
+    pub(crate) fn resolver(&self) -> &Resolver {
+        &self.resolver
+    }
+
+    /// The next attempt: the next address of the host tried last, else the next host, for
+    /// the caller to resolve and hand back with [`resolved`](Self::resolved).
+    pub(crate) fn next_target(&mut self) -> Target {
+        if let Some((index, addrs)) = &mut self.pending {
+            if let (Some(host), Some(addr)) = (self.hosts.get(*index), addrs.pop_front()) {
+                return Target::Addr(*index, host.clone(), addr);
+            }
+        }
+        self.pending = None;
+        let (index, host) = self.next_host();
+        Target::Name(index, host.to_owned())
+    }
+
+    /// Host `index` resolved to `addrs`: they are shuffled, the last connected one put last,
+    /// and queued for [`next_target`](Self::next_target); returns the first to try.
+    pub(crate) fn resolved(&mut self, index: usize, addrs: Vec<SocketAddr>) -> Option<SocketAddr> {
+        self.resolved_with(index, addrs, &mut rand::thread_rng())
+    }
+
+    pub(crate) fn resolved_with(
+        &mut self,
+        index: usize,
+        mut addrs: Vec<SocketAddr>,
+        rng: &mut impl Rng,
+    ) -> Option<SocketAddr> {
+        addrs.shuffle(rng);
+        if let Some(last) = self.last_addr {
+            if let Some(i) = addrs.iter().position(|a| *a == last) {
+                let a = addrs.remove(i);
+                addrs.push(a);
+            }
+        }
+        if let Some(count) = self.counts.get_mut(index) {
+            *count = addrs.len().max(1);
+        }
+        let mut addrs = VecDeque::from(addrs);
+        let first = addrs.pop_front();
+        self.pending = Some((index, addrs));
+        first
+    }
+
+    /// Addresses in one round over every host, as last resolved (a host not resolved yet
+    /// counts one): what the default connect timeout divides the session timeout by.
+    pub(crate) fn addresses(&self) -> usize {
+        self.counts.iter().sum::<usize>().max(1)
     }
 
     /// Replaces the hosts with `new` (non-empty), keeping the session's place: returns whether
@@ -179,6 +266,16 @@ impl HostList {
         new.dedup();
         new.shuffle(rng);
         let old = std::mem::take(&mut self.hosts);
+        self.counts = new
+            .iter()
+            .map(|h| {
+                old.iter()
+                    .position(|o| o == h)
+                    .and_then(|i| self.counts.get(i).copied())
+                    .unwrap_or(1)
+            })
+            .collect();
+        self.pending = None;
         let (mut kept, mut added) = (Vec::new(), Vec::new());
         for (i, host) in new.iter().enumerate() {
             if old.contains(host) {
@@ -217,10 +314,13 @@ impl HostList {
         self.hosts.iter().position(|h| h == host)
     }
 
-    /// A session was established on host `index`: rotation goes on after it, and a move
-    /// after an update is over.
-    pub(crate) fn on_connected(&mut self, index: usize) {
+    /// A session was established on host `index` at `addr`: rotation goes on after it (the
+    /// host's other addresses are not tried next: the next attempt resolves the next host
+    /// afresh), and a move after an update is over.
+    pub(crate) fn on_connected(&mut self, index: usize, addr: Option<SocketAddr>) {
         self.moving = None;
+        self.pending = None;
+        self.last_addr = addr;
         self.next = (index + 1) % self.hosts.len().max(1);
     }
 
@@ -252,6 +352,7 @@ impl HostList {
 
     /// Makes `index` the next host tried.
     pub(crate) fn prefer(&mut self, index: usize) {
+        self.pending = None;
         self.next = index % self.hosts.len();
     }
 
@@ -432,8 +533,46 @@ mod tests {
         assert_eq!(sorted, [0, 1, 2], "{next:?}");
         // Connected: the move is over, rotation goes on after that host.
         assert!(list.update_with(vec!["d:1".into()], Some("a:1"), &mut rng));
-        list.on_connected(0);
+        list.on_connected(0, None);
         assert_eq!(list.next_host().1, "d:1");
         assert_eq!(list.index_of("d:1"), Some(0));
+    }
+
+    #[test]
+    fn each_address_of_a_name_is_a_target_then_the_next_name() {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        let ip = |n: u8| SocketAddr::from(([127, 0, 0, n], 1));
+        let mut list = HostList::new(vec!["a:1".into(), "b:1".into()]);
+        assert_eq!(list.addresses(), 2, "one each before resolution");
+        let Target::Name(first, host) = list.next_target() else {
+            panic!("a name to resolve first");
+        };
+        let got = list.resolved_with(first, vec![ip(1), ip(2), ip(3)], &mut rng);
+        assert_eq!(list.addresses(), 4);
+        let mut tried = vec![got.unwrap()];
+        while let Target::Addr(i, h, a) = list.next_target() {
+            assert_eq!((i, h.as_str()), (first, host.as_str()));
+            tried.push(a);
+            assert!(tried.len() <= 3);
+        }
+        tried.sort();
+        assert_eq!(tried, [ip(1), ip(2), ip(3)]);
+        // Connected on ip(2): the next turn of this name resolves afresh, ip(2) last.
+        list.on_connected(first, Some(ip(2)));
+        for seed in 0..20 {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            list.resolved_with(first, vec![ip(2), ip(1), ip(3)], &mut rng);
+            let mut order = Vec::new();
+            while let Target::Addr(_, _, a) = list.next_target() {
+                order.push(a);
+            }
+            assert_eq!(order.last(), Some(&ip(2)), "{order:?}");
+        }
+        // An update drops what was left of a name and keeps the counts of kept hosts.
+        list.resolved_with(first, vec![ip(1), ip(2), ip(3)], &mut rng);
+        list.update_with(vec![host.clone(), "c:1".into()], None, &mut rng);
+        assert_eq!(list.addresses(), 4);
+        assert!(matches!(list.next_target(), Target::Name(..)));
     }
 }

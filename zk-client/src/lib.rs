@@ -224,6 +224,7 @@ mod kerberos;
 mod managed;
 mod metrics;
 mod path;
+mod resolve;
 mod session;
 mod state;
 mod state_watcher;

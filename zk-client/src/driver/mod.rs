@@ -13,6 +13,7 @@
 //! session in one go, everything they encode goes out in one `write`, the socket is read in
 //! 64 KiB chunks and every complete frame in a chunk is handled before the next poll.
 
+mod attempt;
 #[cfg(feature = "sasl-gssapi")]
 mod kerberos;
 mod probe;
@@ -25,6 +26,8 @@ mod tls_stream;
 pub(crate) mod transport;
 
 #[cfg(test)]
+mod dns_tests;
+#[cfg(test)]
 mod tests;
 
 use std::future::Future;
@@ -36,8 +39,8 @@ use std::time::{Duration, Instant};
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::AsyncWrite;
 use tokio::sync::{broadcast, mpsc, watch};
-use tokio::time::{sleep, timeout_at, Sleep};
-use tracing::{debug, trace};
+use tokio::time::{sleep, Sleep};
+use tracing::debug;
 use zk_proto::frame::decode_frame;
 
 use crate::command::Command;
@@ -45,7 +48,7 @@ use crate::hosts::{HostList, MAX_BACKOFF};
 use crate::session::{Disconnect, Session};
 use crate::state::{SessionInfo, SessionState};
 use probe::{probe_read_write, ProbeSchedule};
-use transport::{write_now, Connector, TcpConnector, TlsFailure, Transport};
+use transport::{write_now, Connector, Endpoint, TcpConnector, TlsFailure, Transport};
 
 /// Read buffer size (and the spare room kept before each read).
 const READ_BUF: usize = 64 * 1024;
@@ -87,6 +90,9 @@ pub(crate) struct DriverConfig {
     pub(crate) max_frame_len: usize,
     /// Pause reading deep pipelines for [`READ_DEFER`] (see `ClientBuilder::batch_reads`).
     pub(crate) batch_reads: bool,
+    /// The session timeout when the builder set no connect timeout: the default one is
+    /// derived per attempt from it and the addresses last resolved.
+    pub(crate) auto_connect_timeout: Option<Duration>,
 }
 
 /// TLS failures of the connection attempts, for [`connect`](crate::ClientBuilder::connect)
@@ -97,6 +103,9 @@ pub(crate) struct TlsFailures {
     pub(crate) in_a_row: usize,
     /// The last one's message.
     pub(crate) last: Option<String>,
+    /// Attempts in one round over the hosts (their addresses as last resolved; 0 before
+    /// the first resolution).
+    pub(crate) round: usize,
 }
 
 pub(crate) struct Driver<C: Connector = TcpConnector> {
@@ -131,7 +140,10 @@ struct Link<S> {
     /// When the session was established on it.
     established: Option<Instant>,
     index: usize,
+    /// The host as written in the connect string.
     addr: String,
+    /// The address connected to.
+    ip: std::net::SocketAddr,
     probe: Option<Probe>,
     probes: ProbeSchedule,
 }
@@ -209,10 +221,9 @@ impl<C: Connector> Driver<C> {
                 MAX_BACKOFF
             };
             let delay = self.hosts.backoff(max);
-            let (index, addr) = self.hosts.next_host();
-            let addr = addr.to_owned();
-            match self.attempt(delay, &addr).await {
-                Ok((stream, deadline)) => self.serve(stream, deadline, index, addr).await,
+            let target = self.hosts.next_target();
+            match self.attempt(delay, target).await {
+                Ok((stream, deadline, index, to)) => self.serve(stream, deadline, index, to).await,
                 Err(tls) => {
                     if tls.is_some() {
                         self.note_tls(tls);
@@ -225,104 +236,8 @@ impl<C: Connector> Driver<C> {
         debug!(state = ?self.session.state(), "session over");
     }
 
-    /// Waits `delay`, then connects to `addr`, serving commands and timers meanwhile. The
-    /// connect and the handshake that follows share one deadline, the connect timeout. A
-    /// failure carries the TLS message when it was one.
-    async fn attempt(
-        &mut self,
-        delay: Duration,
-        addr: &str,
-    ) -> Result<(C::Stream, Instant), Option<String>> {
-        let connect_timeout = self.session.connect_timeout();
-        let connector = self.connector.clone();
-        let connect = async move {
-            if !delay.is_zero() {
-                sleep(delay).await;
-            }
-            trace!(addr, "connecting");
-            let deadline = now() + connect_timeout;
-            let at = tokio::time::Instant::from_std(deadline);
-            match timeout_at(at, connector.connect(addr)).await {
-                Ok(Ok(stream)) => Ok((stream, deadline)),
-                Ok(Err(err)) => {
-                    debug!(addr, %err, "connect failed");
-                    Err(TlsFailure::message(&err))
-                }
-                Err(_) => {
-                    debug!(addr, "connect timed out");
-                    Err(None)
-                }
-            }
-        };
-        tokio::pin!(connect);
-        loop {
-            self.arm_timer();
-            tokio::select! {
-                stream = &mut connect => {
-                    #[cfg(feature = "sasl-gssapi")]
-                    if let Ok((_, deadline)) = &stream {
-                        self.prepare_sasl(addr, *deadline).await?;
-                    }
-                    return stream;
-                }
-                cmd = self.rx.recv(), if !self.rx_closed => self.on_command(cmd),
-                () = self.timer.as_mut() => {
-                    let _ = self.on_timer();
-                }
-            }
-            self.deliver();
-            if self.session.is_done() {
-                return Err(None);
-            }
-        }
-    }
-
-    /// SASL GSSAPI: the Kerberos tickets for the connection to `addr`, within its connect
-    /// deadline. Refused credentials end the session (`AuthFailed`, no reconnect storm); an
-    /// unreachable KDC fails this attempt like a connection failure.
-    #[cfg(feature = "sasl-gssapi")]
-    async fn prepare_sasl(&mut self, addr: &str, deadline: Instant) -> Result<(), Option<String>> {
-        let Some(cfg) = self.session.gssapi() else {
-            return Ok(());
-        };
-        let at = tokio::time::Instant::from_std(deadline);
-        // A task of its own: a panic in the Kerberos library (krb5-gss 0.2.0 panics on some
-        // keytab/reply combinations) fails this preparation instead of the connection task.
-        let host = transport::host_of(addr).to_owned();
-        let mut task = tokio::spawn(async move { kerberos::prepare(&cfg, &host).await });
-        let prepared = match timeout_at(at, &mut task).await {
-            Ok(Ok(prepared)) => Ok(prepared),
-            Ok(Err(e)) => Ok(Err(kerberos::Unprepared::Refused(format!(
-                "the Kerberos library failed: {e}"
-            )))),
-            Err(elapsed) => {
-                task.abort();
-                Err(elapsed)
-            }
-        };
-        match prepared {
-            Ok(Ok(mech)) => {
-                self.session.handle_sasl_prepared(mech);
-                Ok(())
-            }
-            Ok(Err(kerberos::Unprepared::Refused(msg))) => {
-                self.session.handle_sasl_refused(&msg);
-                self.deliver();
-                Err(None)
-            }
-            Ok(Err(kerberos::Unprepared::Unreachable(msg))) => {
-                tracing::warn!(error = %msg, "Kerberos: KDC unreachable");
-                Err(None)
-            }
-            Err(_) => {
-                debug!("Kerberos: no tickets within the connect timeout");
-                Err(None)
-            }
-        }
-    }
-
     /// Runs one connection until it drops or the session ends: one loop of named steps.
-    async fn serve(&mut self, stream: C::Stream, deadline: Instant, index: usize, addr: String) {
+    async fn serve(&mut self, stream: C::Stream, deadline: Instant, index: usize, to: Endpoint) {
         self.session.handle_connected(now(), deadline);
         let mut link = Link {
             stream: Some(stream),
@@ -332,7 +247,8 @@ impl<C: Connector> Driver<C> {
             pause: false,
             established: None,
             index,
-            addr,
+            addr: to.host,
+            ip: to.addr,
             probe: None,
             probes: ProbeSchedule::default(),
         };
@@ -369,18 +285,19 @@ impl<C: Connector> Driver<C> {
         }
         if link.established.is_none() && self.session.is_connected() {
             link.established = Some(now());
-            self.hosts.on_connected(link.index);
+            self.hosts.on_connected(link.index, Some(link.ip));
             self.last_host = Some(link.addr.clone());
-            debug!(addr = %link.addr, "connected");
+            debug!(addr = %link.addr, ip = %link.ip, "connected");
             crate::metrics::connected();
             self.note_tls(None);
         }
         if self.session.is_read_only() && link.probe.is_none() && self.hosts.len() > 1 {
             link.probe = Some(Box::pin(probe_read_write(
                 self.connector.clone(),
+                self.hosts.resolver().clone(),
                 self.hosts.others(link.index),
                 link.probes.next_delay(),
-                self.session.connect_timeout(),
+                self.connect_timeout(),
             )));
         }
         true

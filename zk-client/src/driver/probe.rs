@@ -6,7 +6,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::{sleep, timeout};
 use tracing::trace;
 
-use super::transport::Connector;
+use super::transport::{Connector, Endpoint};
+use crate::resolve::Resolver;
 
 /// Read-only probing: first pause, doubling up to the max (Java: 100 ms .. 60 s).
 const PROBE_MIN: Duration = Duration::from_millis(100);
@@ -36,27 +37,38 @@ impl ProbeSchedule {
 
 /// After `delay`, asks each host whether it is a read/write server (`isro` four-letter word,
 /// answered `rw` or `ro`), like the Java client's `pingRwServer`. Returns the first
-/// read/write one's index.
+/// read/write one's index. Each host is resolved (within `per_host`) and each of its
+/// addresses asked (within `per_host` each).
 pub(crate) async fn probe_read_write<C: Connector>(
     connector: C,
+    resolver: Resolver,
     hosts: Vec<(usize, String)>,
     delay: Duration,
     per_host: Duration,
 ) -> Option<usize> {
     sleep(delay).await;
-    for (index, addr) in hosts {
-        let answer = timeout(per_host, async {
-            let mut stream = connector.connect(&addr).await.ok()?;
-            stream.write_all(b"isro").await.ok()?;
-            let mut buf = Vec::with_capacity(4);
-            (&mut stream).take(16).read_to_end(&mut buf).await.ok()?;
-            Some(buf)
-        })
-        .await;
-        if let Ok(Some(answer)) = answer {
-            trace!(addr, answer = %String::from_utf8_lossy(&answer), "isro");
-            if answer.starts_with(b"rw") {
-                return Some(index);
+    for (index, host) in hosts {
+        let Ok(Ok(addrs)) = timeout(per_host, resolver.resolve(&host)).await else {
+            continue;
+        };
+        for addr in addrs {
+            let to = Endpoint {
+                host: host.clone(),
+                addr,
+            };
+            let answer = timeout(per_host, async {
+                let mut stream = connector.connect(&to).await.ok()?;
+                stream.write_all(b"isro").await.ok()?;
+                let mut buf = Vec::with_capacity(4);
+                (&mut stream).take(16).read_to_end(&mut buf).await.ok()?;
+                Some(buf)
+            })
+            .await;
+            if let Ok(Some(answer)) = answer {
+                trace!(host, %addr, answer = %String::from_utf8_lossy(&answer), "isro");
+                if answer.starts_with(b"rw") {
+                    return Some(index);
+                }
             }
         }
     }

@@ -22,6 +22,7 @@ use super::{Driver, DriverConfig};
 use crate::client::Client;
 use crate::hosts::HostList;
 use crate::path::Chroot;
+use crate::resolve::Resolver;
 use crate::session::{Session, SessionConfig, SET_WATCHES_BATCH_BYTES};
 use crate::state::{SessionInfo, SessionState, STATE_HISTORY};
 use crate::state_watcher::StateWatcher;
@@ -90,7 +91,7 @@ struct MemConnector {
 impl Connector for MemConnector {
     type Stream = MemStream;
 
-    async fn connect(&self, _addr: &str) -> io::Result<MemStream> {
+    async fn connect(&self, _to: &super::transport::Endpoint) -> io::Result<MemStream> {
         let delay = *self.connect_delay.lock().await;
         tokio::time::sleep(delay).await;
         let (client, server) = duplex(1 << 20);
@@ -142,13 +143,16 @@ fn start() -> Harness {
     let driver = Driver::new(
         connector,
         session,
-        HostList::new(vec!["a:1".into(), "b:1".into()]),
+        HostList::new(vec!["a:1".into(), "b:1".into()]).with_resolver(Resolver::new(
+            |_, port| async move { Ok(vec![std::net::SocketAddr::from(([127, 0, 0, 1], port))]) },
+        )),
         rx,
         info_tx,
         transitions_tx,
         DriverConfig {
             max_frame_len: zk_proto::DEFAULT_MAX_FRAME_LEN,
             batch_reads: true,
+            auto_connect_timeout: None,
         },
     );
     tokio::spawn(driver.run());

@@ -9,7 +9,7 @@ use rustls::ClientConfig;
 use tokio::net::TcpStream;
 
 use super::tls_stream::TlsStream;
-use super::transport::{host_of, Connector, TlsFailure};
+use super::transport::{host_of, Connector, Endpoint, TlsFailure};
 
 /// The server name to verify for a host: the host itself unless overridden.
 pub(crate) type NameFor = Arc<dyn Fn(&str) -> io::Result<ServerName<'static>> + Send + Sync>;
@@ -73,10 +73,11 @@ impl TlsConnector {
 impl Connector for TlsConnector {
     type Stream = TlsStream;
 
-    async fn connect(&self, addr: &str) -> io::Result<Self::Stream> {
-        let name = (self.name_for)(host_of(addr))?;
+    async fn connect(&self, to: &Endpoint) -> io::Result<Self::Stream> {
+        // The name written in the connect string, not the address it resolved to.
+        let name = (self.name_for)(host_of(&to.host))?;
         let config = self.current()?;
-        let tcp = TcpStream::connect(addr).await?;
+        let tcp = TcpStream::connect(to.addr).await?;
         tcp.set_nodelay(true)?;
         TlsStream::connect(tcp, config, name)
             .await
@@ -84,5 +85,40 @@ impl Connector for TlsConnector {
                 Some(msg) => io::Error::new(e.kind(), TlsFailure(msg)),
                 None => e,
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::driver::transport::Endpoint;
+
+    /// The certificate is checked against the host as written in the connect string: the
+    /// name, not the address it resolved to.
+    #[tokio::test]
+    async fn the_server_name_is_the_host_not_the_address() {
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let seen = asked.clone();
+        let name_for: NameFor = Arc::new(move |host: &str| {
+            seen.lock().unwrap().push(host.to_owned());
+            ServerName::try_from(host.to_owned())
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
+        });
+        let config = ClientConfig::builder()
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth();
+        let connector = TlsConnector::new(Arc::new(config), name_for);
+        // A port nothing listens on: only the name matters here.
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = closed.local_addr().unwrap();
+        drop(closed);
+        let to = Endpoint {
+            host: format!("zk.example:{}", addr.port()),
+            addr,
+        };
+        assert!(connector.connect(&to).await.is_err());
+        assert_eq!(*asked.lock().unwrap(), ["zk.example"]);
     }
 }

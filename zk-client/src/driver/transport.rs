@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
@@ -11,13 +12,23 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio_util::io::poll_read_buf;
 
-/// Opens connections to servers by address (`host:port`).
+/// Where a connection goes: one address of a host of the connect string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Endpoint {
+    /// The host as written in the connect string (`host:port`): the name TLS verifies and
+    /// Kerberos asks a ticket for.
+    pub(crate) host: String,
+    /// The address connected to, one of what `host` resolved to.
+    pub(crate) addr: SocketAddr,
+}
+
+/// Opens connections to servers.
 pub(crate) trait Connector: Clone + Send + Sync + 'static {
     /// The connection.
     type Stream: Transport;
 
-    /// Connects to `addr`. The driver bounds it in time.
-    fn connect(&self, addr: &str) -> impl Future<Output = io::Result<Self::Stream>> + Send;
+    /// Connects to `to.addr`. The driver bounds it in time.
+    fn connect(&self, to: &Endpoint) -> impl Future<Output = io::Result<Self::Stream>> + Send;
 }
 
 /// A connection the driver can read, write, and take out of the reactor during a
@@ -77,8 +88,8 @@ pub(crate) struct TcpConnector;
 impl Connector for TcpConnector {
     type Stream = TcpStream;
 
-    async fn connect(&self, addr: &str) -> io::Result<TcpStream> {
-        let stream = TcpStream::connect(addr).await?;
+    async fn connect(&self, to: &Endpoint) -> io::Result<TcpStream> {
+        let stream = TcpStream::connect(to.addr).await?;
         stream.set_nodelay(true)?;
         Ok(stream)
     }

@@ -15,8 +15,12 @@ pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_MAX_OUTSTANDING: usize = 1024;
 
 /// Default quarantine of a request the server drops the connection on (see
-/// [`ClientBuilder::poison_quarantine`]): 60 s.
-pub const DEFAULT_POISON_QUARANTINE: Duration = crate::session::poison::DEFAULT_QUARANTINE;
+/// [`ClientBuilder::poison_quarantine`]): zero, the rule is off unless asked for.
+pub const DEFAULT_POISON_QUARANTINE: Duration = Duration::ZERO;
+
+/// A quarantine to turn the poison rule on with (see [`ClientBuilder::poison_quarantine`]):
+/// 60 s, long enough that a caller looping on the request costs at most one drop a minute.
+pub const SUGGESTED_POISON_QUARANTINE: Duration = crate::session::poison::DEFAULT_QUARANTINE;
 
 /// Default bound on the events a [`PersistentWatcher`](crate::PersistentWatcher) holds
 /// unread (see [`ClientBuilder::watch_buffer`]).
@@ -257,8 +261,19 @@ impl ClientBuilder {
         self
     }
 
-    /// How long a request the server drops the connection on is refused locally (default
-    /// [`DEFAULT_POISON_QUARANTINE`], 60 s; zero turns the rule off).
+    /// How long a request the server drops the connection on is refused locally: zero, the
+    /// default ([`DEFAULT_POISON_QUARANTINE`]), turns the rule off; 60 s
+    /// ([`SUGGESTED_POISON_QUARANTINE`]) is a good value where it is wanted.
+    ///
+    /// **Off by default**, because a flaky network looks the same to the client: connections
+    /// cut every few tens of milliseconds (a failing switch, a proxy resetting connections)
+    /// put the same request in flight at two losses in a row often enough to refuse a request
+    /// the server would accept, for the whole quarantine (the `recipes_shared` test that
+    /// increments a counter through connections reset every 40 ms did that). Turn it on for
+    /// servers known to drop the connection on requests they refuse: ClickHouse Keeper, or a
+    /// ZooKeeper whose `jute.maxbuffer` is lower than the client's `max_request_len`.
+    /// [`SessionManager`](crate::SessionManager)'s renewal pacing, which bounds the session
+    /// storm such a server causes, is on either way.
     ///
     /// A server closes the connection, instead of answering, on a request it does not
     /// accept: ZooKeeper on one above its `jute.maxbuffer` (see

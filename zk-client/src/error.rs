@@ -84,8 +84,8 @@ pub enum Error {
     /// do not resume sessions, costing a session each time.
     ///
     /// Identical requests fail with this error for the quarantine
-    /// ([`ClientBuilder::poison_quarantine`](crate::ClientBuilder::poison_quarantine), 60 s
-    /// by default; `retry_after` is what is left of it); the first one after it is sent
+    /// ([`ClientBuilder::poison_quarantine`](crate::ClientBuilder::poison_quarantine), off
+    /// unless set; `retry_after` is what is left of it); the first one after it is sent
     /// again, and one more drop quarantines it again at once. Not
     /// [retryable](Error::is_retryable): fix the request (its size, the server's limit) or
     /// the server.

@@ -235,7 +235,7 @@ mod watcher;
 
 pub use builder::{
     ClientBuilder, DEFAULT_MAX_OUTSTANDING, DEFAULT_POISON_QUARANTINE, DEFAULT_SESSION_TIMEOUT,
-    DEFAULT_WATCH_BUFFER,
+    DEFAULT_WATCH_BUFFER, SUGGESTED_POISON_QUARANTINE,
 };
 pub use bytes::Bytes;
 pub use client::{

@@ -133,8 +133,8 @@ pub type Generations = Transitions<Generation>;
 /// in the first minute of such a storm and two a minute after. A session that lived 60 s
 /// starts the pacing over. [`SessionManagerBuilder::renew_pacing`] changes these. The
 /// generations also share what their clients learned about requests the server drops the
-/// connection on (see [`ClientBuilder::poison_quarantine`]), so such a request is refused
-/// locally in a new session instead of killing it.
+/// connection on (when [`ClientBuilder::poison_quarantine`] turned that rule on), so such a
+/// request is refused locally in a new session instead of killing it.
 ///
 /// ```no_run
 /// # async fn f() -> zk_client::Result<()> {

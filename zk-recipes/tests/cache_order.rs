@@ -310,6 +310,16 @@ async fn events_then_answer(fake: &mut Fake, events: &[(EventType, &str)], held:
     fake.conn.send_raw(&buf).await;
 }
 
+/// Changes `/app/n`'s data and tells the cache, which reads it again: that read is returned,
+/// held (not answered yet).
+async fn changed_and_read_held(fake: &mut Fake) -> Req {
+    fake.set("/app/n", "v1");
+    fake.conn.notify(EventType::NodeDataChanged, "/app/n").await;
+    let held = fake.hold().await;
+    assert!(is_get_data(&held, "/app/n"), "{held:?}");
+    held
+}
+
 fn is_get_data(req: &Req, path: &str) -> bool {
     req.op == OpCode::GetData.as_i32()
         && decode_exact::<GetDataRequest>(req.body.clone())
@@ -324,10 +334,7 @@ async fn a_node_replaced_while_its_read_was_answered_is_never_reported_deleted_a
     // A data change makes the cache read /app/n again; the server holds that read while
     // someone deletes and re-creates the node, then sends the two events and the read's
     // answer (which already shows the new node), in that order.
-    fake.set("/app/n", "v1");
-    fake.conn.notify(EventType::NodeDataChanged, "/app/n").await;
-    let held = fake.hold().await;
-    assert!(is_get_data(&held, "/app/n"), "{held:?}");
+    let held = changed_and_read_held(&mut fake).await;
     fake.delete("/app/n");
     let new = fake.create("/app/n", "fresh");
     events_then_answer(
@@ -363,10 +370,7 @@ async fn a_read_answered_before_a_delete_does_not_put_the_node_back() {
     let (_server, mut fake, cache, rec) = loaded(false).await;
     // The read is answered (showing the changed node), then the node is deleted: the answer
     // comes first on the wire, then the event.
-    fake.set("/app/n", "v1");
-    fake.conn.notify(EventType::NodeDataChanged, "/app/n").await;
-    let held = fake.hold().await;
-    assert!(is_get_data(&held, "/app/n"), "{held:?}");
+    let held = changed_and_read_held(&mut fake).await;
     let mut buf = BytesMut::new();
     fake.answer(&held, &mut buf);
     fake.delete("/app/n");
@@ -394,10 +398,7 @@ async fn a_read_answered_before_a_delete_does_not_put_the_node_back() {
 #[tokio::test]
 async fn a_node_replaced_and_changed_during_its_read_is_reported_once() {
     let (_server, mut fake, cache, rec) = loaded(false).await;
-    fake.set("/app/n", "v1");
-    fake.conn.notify(EventType::NodeDataChanged, "/app/n").await;
-    let held = fake.hold().await;
-    assert!(is_get_data(&held, "/app/n"), "{held:?}");
+    let held = changed_and_read_held(&mut fake).await;
     // Deleted, re-created, then its data changed, all before the read is answered.
     fake.delete("/app/n");
     let new = fake.create("/app/n", "w0");
@@ -436,10 +437,7 @@ async fn a_node_replaced_and_changed_during_its_read_is_reported_once() {
 #[tokio::test]
 async fn a_subtree_replaced_during_a_read_of_its_top_is_reported_in_order() {
     let (_server, mut fake, cache, rec) = loaded(true).await;
-    fake.set("/app/n", "v1");
-    fake.conn.notify(EventType::NodeDataChanged, "/app/n").await;
-    let held = fake.hold().await;
-    assert!(is_get_data(&held, "/app/n"), "{held:?}");
+    let held = changed_and_read_held(&mut fake).await;
     // The child and the node go, the node and a child come back, before the answer.
     fake.delete("/app/n/c");
     fake.delete("/app/n");

@@ -88,11 +88,15 @@ async fn tls_read_write_watch_and_failover_across_tls_hosts() {
     a.create("/n", b"v1", &CreateOptions::persistent())
         .await
         .expect("create over TLS");
+    // b's server may be another member, which need not have applied the create yet: a read
+    // across sessions sees it after a sync (ZooKeeper's consistency guarantee).
+    b.sync("/n").await.expect("sync over TLS");
     let (data, _) = b.get_data("/n").await.expect("read over TLS");
     assert_eq!(&data[..], b"v1");
     // A large value crosses many TLS records both ways.
     let big = vec![7u8; 600_000];
     a.set_data("/n", &big, None).await.expect("large write");
+    b.sync("/n").await.expect("sync over TLS");
     assert_eq!(
         b.get_data("/n").await.expect("large read").0.len(),
         big.len()

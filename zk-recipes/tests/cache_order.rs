@@ -256,6 +256,13 @@ fn replay_checked(root: &str, events: &[CacheEvent]) -> BTreeMap<String, i64> {
     tree
 }
 
+/// The events replayed (checked as they go) give the cache's snapshot, which is the server's
+/// tree.
+fn assert_replays_to_the_server(events: &[CacheEvent], cache: &Cache, fake: &Fake) {
+    assert_eq!(replay_checked("/app", events), snapshot(cache));
+    assert_eq!(snapshot(cache), tree_of(fake));
+}
+
 fn snapshot(cache: &Cache) -> BTreeMap<String, i64> {
     cache
         .entries()
@@ -361,8 +368,7 @@ async fn a_node_replaced_while_its_read_was_answered_is_never_reported_deleted_a
         ],
         "the server deleted /app/n once and created it once"
     );
-    assert_eq!(replay_checked("/app", &events), snapshot(&cache));
-    assert_eq!(snapshot(&cache), tree_of(&fake));
+    assert_replays_to_the_server(&events, &cache, &fake);
 }
 
 #[tokio::test]
@@ -430,8 +436,7 @@ async fn a_node_replaced_and_changed_during_its_read_is_reported_once() {
         cache.get("/app/n").unwrap().data.as_deref(),
         Some(&b"w1"[..])
     );
-    assert_eq!(replay_checked("/app", &events), snapshot(&cache));
-    assert_eq!(snapshot(&cache), tree_of(&fake));
+    assert_replays_to_the_server(&events, &cache, &fake);
 }
 
 #[tokio::test]
@@ -469,8 +474,7 @@ async fn a_subtree_replaced_during_a_read_of_its_top_is_reported_in_order() {
         ],
         "{d:?}"
     );
-    assert_eq!(replay_checked("/app", &events), snapshot(&cache));
-    assert_eq!(snapshot(&cache), tree_of(&fake));
+    assert_replays_to_the_server(&events, &cache, &fake);
 }
 
 #[tokio::test]
@@ -511,6 +515,5 @@ async fn a_resync_that_finds_a_node_replaced_drops_its_old_children_first() {
         ],
         "{d:?}"
     );
-    assert_eq!(replay_checked("/app", &events), snapshot(&cache));
-    assert_eq!(snapshot(&cache), tree_of(&fake));
+    assert_replays_to_the_server(&events, &cache, &fake);
 }

@@ -184,14 +184,9 @@ impl Store {
 
     /// Whether the parent of `path` (at `level` > 0) is cached.
     fn parent_cached(&self, path: &str, level: usize) -> bool {
-        let parent = match path.rfind('/') {
-            Some(0) => "/",
-            Some(i) => &path[..i],
-            None => return false,
-        };
         self.levels
             .get(level - 1)
-            .is_some_and(|m| m.contains_key(parent))
+            .is_some_and(|m| m.contains_key(crate::path::parent(path)))
     }
 
     /// Removes the cached descendants of `path` (at `level`) that `gone` selects, deepest

@@ -106,9 +106,14 @@ mod tests {
             ServerName::try_from(host.to_owned())
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
         });
-        let config = ClientConfig::builder()
-            .with_root_certificates(rustls::RootCertStore::empty())
-            .with_no_client_auth();
+        // The provider named, as the product does: in a workspace build rustls may have
+        // both providers and no process default.
+        let config =
+            ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .expect("ring supports the default versions")
+                .with_root_certificates(rustls::RootCertStore::empty())
+                .with_no_client_auth();
         let connector = TlsConnector::new(Arc::new(config), name_for);
         // A port nothing listens on: only the name matters here.
         let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

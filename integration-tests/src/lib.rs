@@ -8,6 +8,8 @@
 //!   delay, and dropping the reply of a create).
 //! * [`probe`]: a tiny raw-protocol client (handshake, create/exists/getData/delete,
 //!   `closeSession`, four-letter words) and [`probe::expire_session`].
+//! * [`kit`] and its [`prelude`]: what the test binaries share (time limits, the prologue,
+//!   `connect`, `managed`, Java peers), imported with `use integration_tests::prelude::*;`.
 //!
 //! Servers run on `127.0.0.1` only: docker containers on the host network (testcontainers,
 //! image `zk-local:3.8.0` built by `scripts/build-zk-image.sh`, or `ZK_IMAGE`), or with
@@ -41,6 +43,7 @@ mod scratch;
 mod server;
 
 pub mod kdc;
+pub mod kit;
 pub mod pki;
 pub mod probe;
 pub mod proxy;
@@ -53,6 +56,14 @@ pub use probe::expire_session;
 pub use proxy::Proxy;
 pub use scratch::ScratchDir;
 pub use server::{fresh_standalone, standalone, Server};
+
+/// Everything a test file needs from the kit, in one import: the kit's helpers and the
+/// harness's servers, proxy and probes.
+pub mod prelude {
+    pub use crate::kit::*;
+    pub use crate::{chroot, ensemble, expire_session, fresh_standalone, standalone};
+    pub use crate::{Ensemble, Proxy, Server, ZkTarget};
+}
 
 /// For programs that keep a server for other processes (bench's `serve` modes): returns when
 /// stdin is closed or after `limit`, whichever is first.

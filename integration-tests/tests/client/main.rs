@@ -1,0 +1,20 @@
+//! zk-client against real ZooKeeper servers: nodes, watches, sessions, failover, limits,
+//! pipelining, compression, DNS, metrics.
+//!
+//! One test binary; each module was a binary of its own before (see `docs/testing.md`).
+
+mod api;
+mod compression;
+mod dns;
+mod failover;
+mod limits;
+mod metrics;
+mod multi;
+mod nodes;
+mod pipelining;
+mod poison;
+mod session;
+mod session_manager;
+mod watch_leaks;
+mod watch_matrix;
+mod watches;

@@ -1,0 +1,12 @@
+//! Locks and semaphores on real servers: fairness, hand-off, herds, faults, quorum loss.
+//!
+//! One test binary; each module was a binary of its own before (see `docs/testing.md`).
+
+mod exclusive_reuse;
+mod faults;
+mod hand_off;
+mod herd;
+mod lock_edges;
+mod locks;
+mod quorum_loss;
+mod semaphore;

@@ -1,0 +1,59 @@
+//! Leader latch failover in a three-node ensemble: the latch leader's only server (the
+//! ensemble's leader) is killed; it steps down, its session expires on the surviving quorum,
+//! the next participant leads, never two at once; when the server comes back the old
+//! leader's manager opens a new session and it re-joins at the end of the queue.
+
+use integration_tests::prelude::*;
+use integration_tests::{chroot, ensemble};
+use zk_recipes::leader::LeadershipPolicy;
+
+const PATH: &str = "/election/failover";
+
+#[tokio::test]
+async fn leadership_moves_when_the_leaders_server_fails_and_the_old_leader_rejoins() {
+    let ens = ensemble().await;
+    let root = chroot(&ens, "leader_failover").await;
+    let x = ens.leader().await.expect("an ensemble leader");
+    let others: Vec<usize> = (0..3).filter(|&i| i != x).collect();
+    let only_x = format!("{}{root}", ens.addr(x));
+    let survivors = format!("{},{}{root}", ens.addr(others[0]), ens.addr(others[1]));
+    let admin = connect(&survivors).await;
+    let log = TermLog::default();
+
+    let ma = manager(&only_x).await;
+    let a = join(&log, &ma, PATH, "a", LeadershipPolicy::Standard);
+    leads(&a).await;
+    let mb = manager(&survivors).await;
+    let b = join(&log, &mb, PATH, "b", LeadershipPolicy::Standard);
+    wait_nodes(&admin, PATH, 2).await;
+    let mc = manager(&survivors).await;
+    let c = join(&log, &mc, PATH, "c", LeadershipPolicy::Standard);
+    wait_nodes(&admin, PATH, 3).await;
+    let first_session = ma.client().session_id();
+    let mut generations = ma.watch();
+
+    ens.kill(x).await;
+    leads(&b).await;
+    assert!(!a.is_leader() && !c.is_leader());
+    assert_eq!(leaders(&[&a, &b, &c]), 1);
+
+    ens.start(x).await;
+    let renewed = within("a's new session", generations.changed())
+        .await
+        .live()
+        .unwrap();
+    assert_ne!(renewed.client.session_id(), first_session);
+    wait_nodes(&admin, PATH, 3).await;
+    let ids = participant_ids(c.participants().await);
+    assert_eq!(ids, ["b", "c", "a"]);
+    assert_eq!(leaders(&[&a, &b, &c]), 1);
+
+    b.close().await.unwrap();
+    leads(&c).await;
+    c.close().await.unwrap();
+    leads(&a).await;
+    a.close().await.unwrap();
+    let terms = log.assert_no_overlap();
+    let who: Vec<_> = terms.iter().map(|t| t.who.as_str()).collect();
+    assert_eq!(who, ["a", "b", "c", "a"], "{terms:?}");
+}

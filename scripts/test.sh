@@ -40,7 +40,7 @@ trap 'exit 143' TERM
 
 stage=$(now_s)
 # openssl: test certificates (integration_tests::pki); libnetty-java: ZooKeeper's TLS port.
-# krb5-*: the loopback KDC of security_kerberos (integration_tests::kdc).
+# krb5-*: the loopback KDC of security::kerberos (integration_tests::kdc).
 packages=(zookeeper openjdk-17-jdk-headless libcurator-client-java libcurator-framework-java
     libcurator-recipes-java libcurator-discovery-java python3-kazoo binutils unzip openssl libnetty-java
     krb5-kdc krb5-admin-server krb5-user)

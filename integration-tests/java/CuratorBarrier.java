@@ -1,4 +1,4 @@
-// Curator's barriers for the cross-library barrier test (integration-tests/tests/recipes_barrier.rs).
+// Curator's barriers for the cross-library barrier test (integration-tests/tests/members/barrier.rs).
 //
 // Runs with Java's single-file source launcher against Debian's Curator 5 jars:
 //   java -cp /usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar \

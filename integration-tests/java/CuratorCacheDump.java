@@ -1,5 +1,5 @@
 // A Curator CuratorCache on a subtree, for the cache comparison test
-// (integration-tests/tests/recipes_cache_faults.rs).
+// (integration-tests/tests/members/cache_faults.rs).
 //
 // Runs with Java's single-file source launcher against Debian's Curator 5 jars:
 //   java -cp /usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar \

@@ -1,5 +1,5 @@
 // Curator's compressed node data for the cross-library tests
-// (integration-tests/tests/client_compression.rs).
+// (integration-tests/tests/client/compression.rs).
 //
 // Runs with Java's single-file source launcher against Debian's Curator 5 jars:
 //   java -cp /usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar \

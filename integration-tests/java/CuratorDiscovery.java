@@ -1,5 +1,5 @@
 // curator-x-discovery (Debian's libcurator-discovery-java, Curator 5.4) for the cross-library
-// discovery test (integration-tests/tests/recipes_discovery.rs).
+// discovery test (integration-tests/tests/members/discovery.rs).
 //
 // Runs with Java's single-file source launcher:
 //   java -cp curator-recipes.jar:curator-x-discovery.jar:jackson-*.jar:slf4j-nop.jar \

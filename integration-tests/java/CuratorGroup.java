@@ -1,5 +1,5 @@
 // A Curator GroupMember for the cross-library membership test
-// (integration-tests/tests/recipes_group.rs).
+// (integration-tests/tests/members/group.rs).
 //
 // Runs with Java's single-file source launcher against Debian's Curator 5 jars:
 //   java -cp /usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar \

@@ -1,5 +1,5 @@
 // A Curator LeaderLatch participant for the cross-library election test
-// (integration-tests/tests/recipes_leader_curator.rs).
+// (integration-tests/tests/interop/leader_curator.rs).
 //
 // Runs with Java's single-file source launcher against Debian's Curator 5 jars:
 //   java -cp /usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar \

@@ -1,4 +1,4 @@
-// A Curator contender for the cross-library lock tests (integration-tests/tests/recipes_curator.rs).
+// A Curator contender for the cross-library lock tests (integration-tests/tests/interop/curator.rs).
 //
 // Runs with Java's single-file source launcher against Debian's Curator 5 jars:
 //   java -cp /usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar \

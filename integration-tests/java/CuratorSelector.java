@@ -1,5 +1,5 @@
 // A Curator LeaderSelector participant for the cross-library selector test
-// (integration-tests/tests/recipes_leader_curator.rs).
+// (integration-tests/tests/interop/leader_curator.rs).
 //
 //   java -cp /usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar \
 //        CuratorSelector.java <connect[/chroot]> <path> <participantId> <rounds> <markerPath>

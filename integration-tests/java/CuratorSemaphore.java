@@ -1,5 +1,5 @@
 // Curator's semaphore, revocation and participant listing, for the cross-library tests in
-// integration-tests/tests/recipes_curator_semaphore.rs.
+// integration-tests/tests/interop/curator_semaphore.rs.
 //
 // Runs with Java's single-file source launcher against Debian's Curator 5 jars:
 //   java -cp /usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar \

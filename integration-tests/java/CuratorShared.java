@@ -1,4 +1,4 @@
-// Curator's shared values for the cross-library tests (integration-tests/tests/recipes_shared.rs).
+// Curator's shared values for the cross-library tests (integration-tests/tests/members/shared.rs).
 //
 // Runs with Java's single-file source launcher against Debian's Curator 5 jars:
 //   java -cp /usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar \

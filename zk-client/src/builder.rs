@@ -268,7 +268,7 @@ impl ClientBuilder {
     /// **Off by default**, because a flaky network looks the same to the client: connections
     /// cut every few tens of milliseconds (a failing switch, a proxy resetting connections)
     /// put the same request in flight at two losses in a row often enough to refuse a request
-    /// the server would accept, for the whole quarantine (the `recipes_shared` test that
+    /// the server would accept, for the whole quarantine (the `members::shared` test that
     /// increments a counter through connections reset every 40 ms did that). Turn it on for
     /// servers known to drop the connection on requests they refuse: ClickHouse Keeper, or a
     /// ZooKeeper whose `jute.maxbuffer` is lower than the client's `max_request_len`.

@@ -1,6 +1,6 @@
 //! `ExclusiveLock` gives every holder the same node path, so whatever acts on "the node at the
 //! path" after the hold may act on the next holder's node. The lock soak
-//! (`recipes_soak.rs`) saw holders lose their node to another contender's release while
+//! (`soak/locks.rs`) saw holders lose their node to another contender's release while
 //! their sessions lived on; these tests reproduce each way deterministically.
 //!
 //! All three failed on zk-recipes as of 37d9207.

@@ -3,7 +3,7 @@
 //! without sending anything; the queue order and mutual exclusion hold when a waiter ahead
 //! gives up; the price is one more notification per release, counted on the server.
 //!
-//! The default (`HandOff::Lean`, one notification per release) is `recipes_herd`'s.
+//! The default (`HandOff::Lean`, one notification per release) is `locks::herd`'s.
 
 use std::time::Duration;
 

@@ -13,13 +13,13 @@
 //!
 //! ```sh
 //! # the short run (40 s of faults, about a minute in all), part of `cargo test`/scripts/test.sh
-//! ZK_HARNESS=process cargo test -p integration-tests --test recipes_soak -- --nocapture
+//! ZK_HARNESS=process cargo test -p integration-tests --test soak locks:: -- --nocapture
 //! # the long run: rounds, faults and violations are printed as it goes and at the end
 //! SOAK_SECS=1800 ZK_HARNESS=process cargo test -p integration-tests --release \
-//!     --test recipes_soak -- --nocapture
+//!     --test soak locks:: -- --nocapture
 //! # replay a schedule (the interleaving still depends on the machine), printing every hold
 //! SOAK_SEED=123456789 SOAK_TRACE=1 ZK_HARNESS=process cargo test -p integration-tests \
-//!     --test recipes_soak -- --nocapture
+//!     --test soak locks:: -- --nocapture
 //! ```
 
 use std::collections::BTreeMap;

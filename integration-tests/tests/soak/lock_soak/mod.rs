@@ -1,6 +1,6 @@
 //! The lock soak's parts: who contends ([`Role`]), what each hold leaves in the shared log
 //! ([`Hold`]), the contender loop ([`contender`]), the fault lanes ([`faults`]) and the checks
-//! run over the log at the end ([`check`]). `tests/recipes_soak.rs` wires them together.
+//! run over the log at the end ([`check`]). `tests/soak/locks.rs` wires them together.
 #![allow(unreachable_pub)]
 
 pub mod check;

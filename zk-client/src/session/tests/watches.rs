@@ -63,7 +63,7 @@ fn exists_registers_an_exist_watch_on_no_node_and_a_data_watch_otherwise() {
 
 #[test]
 /// Events carry the server path: each watcher strips its own client's chroot (`Watcher`,
-/// `PersistentWatcher`; tested against a server with sub-client chroots in `client_api`).
+/// `PersistentWatcher`; tested against a server with sub-client chroots in `client::api`).
 fn events_map_to_kinds_like_the_java_client() {
     let mut f = connected();
     let (_r, mut data) = f.watch(OpCode::GetData, "/root/x", WatchKind::Data);

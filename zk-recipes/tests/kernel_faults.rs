@@ -3,7 +3,9 @@
 //! between the listing and the owner check, the node ahead deleted while we set its watch,
 //! a lost delete reply. Each case must end with exactly one node of ours while held (or
 //! led), and none after the release or close. The same for a `PersistentNode` (protected,
-//! ephemeral sequential) and a `DistributedDoubleBarrier` member.
+//! ephemeral sequential) and a `DistributedDoubleBarrier` member, including a session that
+//! expires in the middle of the create (a `PersistentNode` creates exactly one node in the
+//! manager's next session; a barrier's `enter` ends with the session, leaving nothing).
 
 mod fake_tree;
 
@@ -342,7 +344,6 @@ async fn expiry_while_waiting(recipe: Recipe) {
         ),
         "{what}: {result:?}"
     );
-    within("server", served).await.unwrap();
     {
         let tree = tree.lock().unwrap();
         assert_eq!(tree.faults, 1, "{what}: the planned expiry happened");
@@ -353,7 +354,9 @@ async fn expiry_while_waiting(recipe: Recipe) {
             );
         }
     }
+    // The manager's next session is served until the manager closes it.
     let _ = within("manager close", manager.close()).await;
+    within("server", served).await.unwrap();
 }
 
 #[tokio::test]
@@ -471,6 +474,24 @@ async fn persistent_node_found_by_guid_then_deleted_is_created_again() {
 }
 
 #[tokio::test]
+async fn persistent_node_expiry_mid_create_is_created_once_in_the_next_session() {
+    // The create is lost with the connection and the session expires: the manager's next
+    // session creates the node (the first one never existed, the expiry took nothing).
+    persistent_node_through(vec![plan(OpCode::Create2, 0, Fault::Expire)]).await;
+}
+
+#[tokio::test]
+async fn persistent_node_expiry_during_the_recovery_listing_is_created_once_in_the_next_session() {
+    // The create applied but its reply was lost; the session expires during the guid
+    // listing, taking that node with it: the next session creates exactly one.
+    persistent_node_through(vec![
+        plan(OpCode::Create2, 0, Fault::LoseReply),
+        plan(OpCode::GetChildren, 0, Fault::Expire),
+    ])
+    .await;
+}
+
+#[tokio::test]
 async fn persistent_node_deleted_while_watched_is_created_again() {
     persistent_node_through(vec![plan(OpCode::GetData, 0, Fault::DeleteFirst)]).await;
 }
@@ -545,6 +566,43 @@ async fn double_barrier_node_deleted_before_the_owner_check_is_created_again() {
     double_barrier_through(vec![
         plan(OpCode::Create2, 0, Fault::LoseReply),
         plan(OpCode::Exists, 1, Fault::DeleteFirst),
+    ])
+    .await;
+}
+
+/// A double-barrier member whose session expires while it creates its node: `enter` fails
+/// with the session's end (a barrier belongs to one session, as Curator's does) and nothing
+/// of ours is left; the planned fault fired.
+async fn double_barrier_session_ends_through(plans: Vec<Plan>) {
+    use zk_recipes::barrier::DistributedDoubleBarrier;
+    let what = format!("DistributedDoubleBarrier through {plans:?}");
+    let planned = plans.len();
+    let (manager, tree, served) = manager_on(&["/barrier"], None, plans).await;
+    let barrier = DistributedDoubleBarrier::new(manager.client(), "/barrier", 2).unwrap();
+    let entered = barrier.enter_timeout(LIMIT).await;
+    match &entered {
+        Err(zk_recipes::Error::Client(e)) if e.is_terminal() => {}
+        other => panic!("{what}: enter ends with the session: {other:?}"),
+    }
+    {
+        let tree = tree.lock().unwrap();
+        assert!(tree.ours("/barrier").is_empty(), "{what}: nothing of ours");
+        assert_eq!(tree.faults, planned, "{what}: every planned fault happened");
+    }
+    let _ = within("manager close", manager.close()).await;
+    within("server", served).await.unwrap();
+}
+
+#[tokio::test]
+async fn double_barrier_expiry_mid_create_ends_enter_with_nothing_left() {
+    double_barrier_session_ends_through(vec![plan(OpCode::Create2, 0, Fault::Expire)]).await;
+}
+
+#[tokio::test]
+async fn double_barrier_expiry_during_the_owner_check_ends_enter_with_nothing_left() {
+    double_barrier_session_ends_through(vec![
+        plan(OpCode::Create2, 0, Fault::LoseReply),
+        plan(OpCode::Exists, 1, Fault::Expire),
     ])
     .await;
 }

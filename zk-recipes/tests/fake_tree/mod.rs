@@ -22,6 +22,9 @@ use zk_test_support::{encode, within, Conn, FakeServer};
 
 pub(crate) const SESSION: i64 = 0x5e55;
 pub(crate) const TIMEOUT_MS: i32 = 6_000;
+/// How long the tree waits for a new session after an expiry (a session manager renews
+/// within a few seconds).
+const NEW_SESSION_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// The session of contenders that are not the client under test.
 pub(crate) const OTHER_SESSION: i64 = 0x0dd;
 
@@ -73,6 +76,8 @@ pub(crate) struct Tree {
     pub(crate) deletes: Vec<String>,
     /// Reconnects so far.
     pub(crate) reconnects: usize,
+    /// New sessions served after an expiry.
+    pub(crate) sessions: usize,
     /// Planned faults that happened so far.
     pub(crate) faults: usize,
     seq: i32,
@@ -420,7 +425,19 @@ pub(crate) async fn serve(
             // A zero timeout: the session is gone (as a real server answers).
             conn.send_connect(0, 0, false).await;
             tree.lock().unwrap().reconnects += 1;
-            return;
+            // A session manager comes back with a new session (served under the same id, so
+            // `ours` counts its nodes; the old session's ephemerals are gone); a plain
+            // client does not, and then serving is over.
+            let Ok(next) = tokio::time::timeout(NEW_SESSION_WAIT, server.accept()).await else {
+                return;
+            };
+            conn = next;
+            let req = within("new session", conn.read_connect()).await;
+            assert_eq!(req.session_id, 0, "a new session after the expiry");
+            conn.send_connect(SESSION, TIMEOUT_MS, false).await;
+            tree.lock().unwrap().sessions += 1;
+            expired = false;
+            continue;
         }
         conn.send_connect(SESSION, TIMEOUT_MS, false).await;
         tree.lock().unwrap().reconnects += 1;

@@ -2,14 +2,12 @@
 //! keystores made now) and SASL DIGEST-MD5 (a JAAS `Server` section). Local java processes
 //! (the settings force them).
 
-mod common;
-
-use common::run_command;
+use crate::common::run_command;
 use integration_tests::pki::{ClientAuth, Pki};
 use integration_tests::{ScratchDir, Server, Settings};
 
 fn zkrs(connect: &str, args: &[&str]) -> tokio::process::Command {
-    common::command(connect, args)
+    crate::common::command(connect, args)
 }
 
 #[tokio::test]

@@ -1,11 +1,9 @@
 //! `zkrs health`, `zkrs mntr`, `zkrs config` against a real three-member ensemble: the
 //! verdicts and exit codes a monitoring probe relies on.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::run;
+use crate::common::run;
 use integration_tests::{ensemble, Ensemble};
 
 /// `zkrs health` (optionally `--json`): exit code and stdout.

@@ -1,13 +1,12 @@
 //! `zkrs locks` on one queue made by real Curator (Java) and kazoo (Python) processes and a
 //! zk-recipes lock: the library column is checked against the real thing.
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{connect, json, ok, root, wait_for_children};
+use crate::common::{json, ok};
+use integration_tests::prelude::*;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdout, Command};
 use tokio::time::timeout;
@@ -74,7 +73,7 @@ fn kazoo(hosts: &str, lock: &str, id: &str) -> Command {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mixed_curator_kazoo_and_rust_queue() {
-    let hosts = root("zkrs_interop").await;
+    let TestRoot { hosts, .. } = test_root("zkrs_interop").await;
     let lock = "/locks/mixed";
     let client = connect(&hosts).await;
     let guard = FairLock::new(client.clone(), lock)
@@ -85,9 +84,9 @@ async fn mixed_curator_kazoo_and_rust_queue() {
         .unwrap();
     // One at a time so the queue order is known: Rust holds, Curator, then kazoo wait.
     let java = Contender::start(curator(&hosts, lock)).await;
-    wait_for_children(&client, lock, 2, LIMIT).await;
+    wait_nodes(&client, lock, 2).await;
     let python = Contender::start(kazoo(&hosts, lock, "kazoo-worker-7")).await;
-    wait_for_children(&client, lock, 3, LIMIT).await;
+    wait_nodes(&client, lock, 3).await;
 
     let report = json(&hosts, &["locks", lock]).await;
     let entries = report["entries"].as_array().unwrap();

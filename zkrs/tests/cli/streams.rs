@@ -1,10 +1,9 @@
 //! `zkrs watch`, `zkrs locks` (with `--watch`) and `zkrs revoke` on queues made by zk-recipes.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{connect, json, ok, root, spawn, wait_for_children};
+use crate::common::{json, ok, spawn};
+use integration_tests::prelude::*;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::Child;
 use tokio::time::timeout;
@@ -46,7 +45,7 @@ async fn finish(mut child: Child) -> Vec<String> {
 
 #[tokio::test]
 async fn watch_prints_events_until_count() {
-    let hosts = root("zkrs_watch").await;
+    let TestRoot { hosts, .. } = test_root("zkrs_watch").await;
     let client = connect(&hosts).await;
     client
         .create("/w", b"", &CreateOptions::persistent())
@@ -90,13 +89,13 @@ async fn watch_prints_events_until_count() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn locks_shows_holder_and_waiter_and_revoke_marks_the_holder() {
-    let hosts = root("zkrs_locks").await;
+    let TestRoot { hosts, .. } = test_root("zkrs_locks").await;
     let (a, b) = (connect(&hosts).await, connect(&hosts).await);
     let holder = FairLock::new(a.clone(), "/locks/job").unwrap();
     let guard = holder.acquire().await.unwrap();
     let waiter = FairLock::new(b.clone(), "/locks/job").unwrap();
     let waiting = tokio::spawn(async move { waiter.acquire().await.map(|g| (g, ())) });
-    wait_for_children(&a, "/locks/job", 2, LIMIT).await;
+    wait_nodes(&a, "/locks/job", 2).await;
 
     let report = json(&hosts, &["locks", "/locks/job"]).await;
     let entries = report["entries"].as_array().unwrap();
@@ -173,8 +172,8 @@ async fn locks_shows_holder_and_waiter_and_revoke_marks_the_holder() {
 
 #[tokio::test]
 async fn locks_on_a_missing_path_is_no_node_and_unprotected_names_warn() {
-    let hosts = root("zkrs_locks_warn").await;
-    common::fails(&hosts, &["locks", "/nothing"], 4).await;
+    let TestRoot { hosts, .. } = test_root("zkrs_locks_warn").await;
+    crate::common::fails(&hosts, &["locks", "/nothing"], 4).await;
     let client = connect(&hosts).await;
     let opts = CreateOptions::ephemeral_sequential().with_container_parents(true);
     client

@@ -1,8 +1,6 @@
 //! `zkrs reconfig` and `zkrs config` against a real ensemble with dynamic reconfiguration.
 
-mod common;
-
-use common::run;
+use crate::common::run;
 use integration_tests::{Ensemble, Settings};
 
 /// The server gets base64(sha1("super:reconfig-secret")).

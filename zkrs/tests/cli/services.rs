@@ -1,18 +1,17 @@
 //! `zkrs services` and `zkrs members` against a real server, on registrations made by our
 //! discovery and group recipes (Curator's layouts).
 
-mod common;
-
 use std::time::Duration;
 
-use common::{json, ok, root};
+use crate::common::{json, ok};
+use integration_tests::prelude::*;
 use zk_client::{Client, SessionManager};
 use zk_recipes::discovery::{ServiceDiscovery, ServiceInstance};
 use zk_recipes::group::GroupMember;
 
 #[tokio::test]
 async fn services_and_members_show_registrations_with_their_owners() {
-    let hosts = root("zkrs_services").await;
+    let TestRoot { hosts, .. } = test_root("zkrs_services").await;
     let manager = SessionManager::connect(Client::builder(&hosts))
         .await
         .unwrap();

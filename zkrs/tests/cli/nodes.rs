@@ -1,13 +1,12 @@
 //! The node commands against a real server: text and `--json` output, and exit codes.
 
-mod common;
-
-use common::{fails, json, ok, root};
+use crate::common::{fails, json, ok};
+use integration_tests::prelude::*;
 use zk_client::{Acl, CreateOptions, Id, Perms};
 
 #[tokio::test]
 async fn create_get_set_stat_ls_delete() {
-    let hosts = root("zkrs_nodes").await;
+    let TestRoot { hosts, .. } = test_root("zkrs_nodes").await;
     let created = json(&hosts, &["create", "-p", "/app/config/a", "hello"]).await;
     assert_eq!(created["path"], "/app/config/a");
     assert_eq!(ok(&hosts, &["get", "/app/config/a"]).await, "hello\n");
@@ -57,7 +56,7 @@ async fn create_get_set_stat_ls_delete() {
 
 #[tokio::test]
 async fn errors_are_one_line_with_exit_codes() {
-    let hosts = root("zkrs_errors").await;
+    let TestRoot { hosts, .. } = test_root("zkrs_errors").await;
     // Bad input: checked before connecting.
     let e = fails(&hosts, &["get", "no-slash"], 2).await;
     assert!(e.contains("must start with '/'"), "{e}");
@@ -73,7 +72,7 @@ async fn errors_are_one_line_with_exit_codes() {
     fails(&hosts, &["create", "/x"], 6).await;
     fails(&hosts, &["set", "/x", "2", "--version", "7"], 6).await;
     // Not authorized: a node anyone may create under but nobody may read.
-    let client = common::connect(&hosts).await;
+    let client = connect(&hosts).await;
     let acl = vec![Acl {
         perms: Perms::CREATE,
         id: Id {
@@ -107,11 +106,11 @@ async fn unreachable_ensemble_fails_within_the_connect_timeout() {
 
 #[tokio::test]
 async fn connect_string_comes_from_zk_connect() {
-    let hosts = root("zkrs_env").await;
+    let TestRoot { hosts, .. } = test_root("zkrs_env").await;
     json(&hosts, &["create", "/from-env"]).await;
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_zkrs"));
     cmd.args(["ls", "/"]).env("ZK_CONNECT", &hosts);
-    let out = common::run_command(cmd).await;
+    let out = crate::common::run_command(cmd).await;
     assert!(out.status.success(), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "from-env\n");
 }

@@ -124,6 +124,20 @@ pub async fn server_of(addrs: &[std::net::SocketAddr], session_id: i64) -> Optio
     None
 }
 
+/// Expires `client`'s session on the server at `server` (a client address of it), and waits
+/// (within [`LIMIT`]) until the client has seen the expiry.
+pub async fn expire_client(server: std::net::SocketAddr, client: &Client) {
+    let id = client.session_id();
+    let passwd = passwd(client);
+    within("expire", async {
+        while client.state() != SessionState::Expired {
+            let _ = crate::expire_session(server, id, passwd).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+}
+
 /// Retries a write through `client` until it is applied (a member may be electing).
 pub async fn write_until_done<F, Fut, T>(what: &str, mut op: F) -> T
 where

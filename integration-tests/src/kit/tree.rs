@@ -80,3 +80,14 @@ pub async fn wait_watches(server: &Server, n: usize) {
         .await
         .expect("watch count");
 }
+
+/// `mntr`'s `zk_watch_count` on `server` (data and child watches, one-shot and persistent).
+pub async fn watch_count(server: &Server) -> u64 {
+    let mntr = crate::probe::four_letter_word(server.addr(), "mntr", Duration::from_secs(5))
+        .await
+        .expect("mntr");
+    mntr.lines()
+        .find_map(|l| l.strip_prefix("zk_watch_count"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no zk_watch_count in mntr:\n{mntr}"))
+}

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use integration_tests::prelude::*;
 use integration_tests::proxy::{Cut, Mode};
-use integration_tests::{expire_session, standalone, Proxy};
+use integration_tests::{standalone, Proxy};
 use zk_client::{Acl, Client, CreateOptions, Error, EventType, SessionState};
 
 /// Polls `exists` through `observer` until the node is gone.
@@ -72,14 +72,7 @@ async fn server_side_expiry_is_terminal_and_fails_watchers() {
         .unwrap();
     let (_, _, watcher) = a.get_data_watch("/w").await.unwrap();
     let id = a.session_id();
-    let passwd: [u8; 16] = a.session_password()[..].try_into().unwrap();
-    within("expire", async {
-        while a.state() != SessionState::Expired {
-            let _ = expire_session(server.addr(), id, passwd).await;
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await;
+    expire_client(server.addr(), &a).await;
     assert!(matches!(
         within("watcher", watcher).await,
         Err(Error::SessionExpired)

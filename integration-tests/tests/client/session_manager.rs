@@ -3,7 +3,7 @@
 //! carried over; close and an auth failure end the manager (no renewal).
 
 use integration_tests::prelude::*;
-use integration_tests::{expire_session, ZkTarget};
+use integration_tests::ZkTarget;
 use zk_client::{CreateOptions, Error, SessionState};
 
 #[tokio::test]
@@ -20,14 +20,7 @@ async fn expiry_publishes_a_new_working_client_and_the_old_one_stays_expired() {
     let (_, _, watcher) = old.client.get_data_watch("/eph").await.unwrap();
 
     let id = old.client.session_id();
-    let passwd: [u8; 16] = old.client.session_password()[..].try_into().unwrap();
-    within("expire", async {
-        while old.client.state() != SessionState::Expired {
-            let _ = expire_session(server.addr(), id, passwd).await;
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
-    })
-    .await;
+    expire_client(server.addr(), &old.client).await;
 
     let new = within("renewal", clients.changed()).await.live().unwrap();
     assert_eq!(new.number, 2);

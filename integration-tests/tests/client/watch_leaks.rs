@@ -6,18 +6,8 @@
 use std::time::Duration;
 
 use integration_tests::prelude::*;
-use integration_tests::{fresh_standalone, probe, Server};
+use integration_tests::{fresh_standalone, Server};
 use zk_client::{AddWatchMode, Client, CreateOptions, Error, EventType};
-
-async fn watch_count(server: &Server) -> u64 {
-    let mntr = probe::four_letter_word(server.addr(), "mntr", Duration::from_secs(5))
-        .await
-        .unwrap();
-    mntr.lines()
-        .find_map(|l| l.strip_prefix("zk_watch_count"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no zk_watch_count in mntr:\n{mntr}"))
-}
 
 /// Waits (bounded) until the server holds `n` watches; a round trip on `client` first orders
 /// the check after its requests. Returns the count seen last.

@@ -547,17 +547,6 @@ fn received(watcher: Set) -> Result<Vec<WatchedEvent>, Error> {
     }
 }
 
-/// `mntr`'s `zk_watch_count` (data and child watches, one-shot and persistent).
-async fn watch_count(server: &Server) -> u64 {
-    let mntr = probe::four_letter_word(server.addr(), "mntr", Duration::from_secs(5))
-        .await
-        .unwrap();
-    mntr.lines()
-        .find_map(|l| l.strip_prefix("zk_watch_count"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no zk_watch_count in mntr:\n{mntr}"))
-}
-
 /// Waits (bounded) until the server holds no watch; else the count and `wchc` (the data
 /// watches per session).
 async fn settle_no_watches(server: &Server) -> Result<(), String> {

@@ -9,10 +9,9 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use integration_tests::expire_session;
 use integration_tests::prelude::*;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use zk_client::{Client, SessionManager, SessionState};
+use zk_client::{Client, SessionManager};
 use zk_recipes::discovery::{
     serde_json, Instances, ProviderStrategy, ServiceDiscovery, ServiceInstance, ServiceType,
     UriSpec,
@@ -218,14 +217,7 @@ async fn a_dynamic_instance_is_registered_again_after_an_expiry_and_static_ones_
 
     let mut clients = m.watch();
     let old = m.client();
-    let passwd = passwd(&old);
-    within("expire", async {
-        while old.state() != SessionState::Expired {
-            let _ = expire_session(server.addr(), old.session_id(), passwd).await;
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await;
+    expire_client(server.addr(), &old).await;
     let new = within("renewal", clients.changed())
         .await
         .live()

@@ -6,9 +6,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use integration_tests::expire_session;
 use integration_tests::prelude::*;
-use zk_client::{Client, SessionManager, SessionState};
+use zk_client::{Client, SessionManager};
 use zk_recipes::group::{GroupMember, Members};
 
 const GROUP: &str = "/groups/g";
@@ -86,14 +85,7 @@ async fn rust_and_curator_members_list_each_other_with_payloads() {
     // A member that expires comes back on its next session; the others see it again.
     let mut clients = m2.watch();
     let old = m2.client();
-    let passwd = passwd(&old);
-    within("expire", async {
-        while old.state() != SessionState::Expired {
-            let _ = expire_session(server.addr(), old.session_id(), passwd).await;
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await;
+    expire_client(server.addr(), &old).await;
     let new = within("renewal", clients.changed()).await.live().unwrap();
     eventually("rust-2 back on its new session", SOON, || async {
         match admin.get_data(&format!("{GROUP}/rust-2")).await {

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use integration_tests::prelude::*;
-use integration_tests::{expire_session, Proxy};
-use zk_client::{Client, CreateMode, CreateOptions, SessionManager, SessionState};
+use integration_tests::Proxy;
+use zk_client::{Client, CreateMode, CreateOptions, SessionManager};
 use zk_recipes::node::{NodeEvent, NodeEvents, NodeOptions, PersistentNode};
 
 async fn manager(hosts: &str) -> SessionManager {
@@ -18,15 +18,7 @@ async fn manager(hosts: &str) -> SessionManager {
 async fn expire(server: &integration_tests::Server, m: &SessionManager) -> Client {
     let mut clients = m.watch();
     let old = m.client();
-    let id = old.session_id();
-    let passwd = passwd(&old);
-    within("expire", async {
-        while old.state() != SessionState::Expired {
-            let _ = expire_session(server.addr(), id, passwd).await;
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await;
+    expire_client(server.addr(), &old).await;
     within("renewal", clients.changed())
         .await
         .live()

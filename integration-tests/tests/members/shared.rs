@@ -346,8 +346,7 @@ async fn atomic_long_under_connection_cuts_counts_every_acknowledged_increment_o
 
 #[tokio::test]
 async fn a_managed_shared_count_goes_on_after_an_expiry() {
-    use integration_tests::expire_session;
-    use zk_client::{Client, SessionState};
+    use zk_client::Client;
     let TestRoot { server, hosts, .. } = test_root("shared_managed").await;
     let admin = connect(&hosts).await;
     let builder = Client::builder(&hosts).session_timeout(Duration::from_secs(4));
@@ -357,14 +356,7 @@ async fn a_managed_shared_count_goes_on_after_an_expiry() {
 
     let mut clients = m.watch();
     let old = m.client();
-    let passwd = passwd(&old);
-    within("expire", async {
-        while old.state() != SessionState::Expired {
-            let _ = expire_session(server.addr(), old.session_id(), passwd).await;
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await;
+    expire_client(server.addr(), &old).await;
     within("renewal", clients.changed()).await.live().unwrap();
 
     // Still followed on the new session.

@@ -347,7 +347,10 @@ impl FairLock {
     /// - [`Error::LockLost`]`(`[`NodeDeleted`](crate::LossReason::NodeDeleted)`)` if our queue
     ///   node was deleted by someone else while we waited;
     /// - [`Error::Client`] for other ZooKeeper failures (connection losses are waited out,
-    ///   not returned).
+    ///   not returned);
+    /// - [`Error::GaveUp`] after the crate's bound of acquisitions in a row that failed
+    ///   because their session ended: each such failure makes the next acquisition of this
+    ///   instance wait a growing pause first (see [`new_managed`](Self::new_managed)).
     ///
     /// # Cancel safety
     ///

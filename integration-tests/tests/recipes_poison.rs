@@ -318,3 +318,39 @@ async fn a_group_member_whose_requests_above_64_kib_are_dropped_rejoins_by_itsel
     member.close().await.unwrap();
     m.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_write_the_server_drops_fails_for_its_caller_and_the_node_stays() {
+    let (proxy, root, admin) = setup("poison_pnode_write").await;
+    let m = manager(&proxy, &root).await;
+    let node =
+        PersistentNode::new_managed(&m, "/app/w", b"small", NodeOptions::ephemeral()).unwrap();
+    node.ready_timeout(RUN).await.unwrap();
+    // The server resumes sessions; every request above 64 KiB is dropped.
+    proxy.drop_on(Some(DropRule::larger_than(64 * 1024)));
+    let started = Instant::now();
+    let big = vec![b'b'; 100_000];
+    let outcome = tokio::time::timeout(RUN, node.set_data(&big))
+        .await
+        .unwrap();
+    println!(
+        "persistent node, 100 kB write dropped: {outcome:?} after {:?}, {:?}",
+        started.elapsed(),
+        proxy.stats()
+    );
+    assert!(
+        outcome
+            .as_ref()
+            .is_err_and(|e| is_refused(e, OpCode::SetData)),
+        "{outcome:?}"
+    );
+    // The node goes on, with the data it had.
+    assert_eq!(node.path().as_deref(), Some("/app/w"));
+    let (data, _) = admin.get_data("/app/w").await.unwrap();
+    assert_eq!(&data[..], b"small");
+    node.set_data(b"again").await.unwrap();
+    let (data, _) = admin.get_data("/app/w").await.unwrap();
+    assert_eq!(&data[..], b"again");
+    node.close().await.unwrap();
+    m.close().await.unwrap();
+}

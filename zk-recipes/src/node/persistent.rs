@@ -177,7 +177,10 @@ impl PersistentNode {
     ///
     /// The write's error other than a connection loss or the node's absence (both are
     /// repaired by the next re-create, which writes these bytes): `NoAuth`, or the reason the
-    /// node stopped for good.
+    /// node stopped for good. [`zk_client::Error::ServerDropsRequest`] when the server drops
+    /// the connection on the write (data above its `jute.maxbuffer`, say): the node stays,
+    /// with the data it had, but a later re-create writes these bytes and is refused the
+    /// same way (set smaller data again to repair it).
     ///
     /// # Cancel safety
     ///

@@ -432,7 +432,7 @@ impl Run {
                     Some(Command::SetData(data, reply)) => {
                         let result = self.write(&path, &data).await;
                         let (answer, stop) = match result {
-                            Ok(()) => (Ok(()), None),
+                            Ok(written) => (written, None),
                             // The next session's re-create writes these bytes.
                             Err(Stop::SessionEnded) => (Ok(()), Some(Stop::SessionEnded)),
                             Err(Stop::Failed(e)) => (Err(e.clone()), Some(Stop::Failed(e))),
@@ -459,7 +459,9 @@ impl Run {
                 _ = sleep, if touch.is_some() => {
                     // Touch: writing the data again moves mtime, which restarts the TTL.
                     let data = self.shared.data();
-                    self.write(&path, &data).await?;
+                    if let Err(e) = self.write(&path, &data).await? {
+                        warn!(%path, error = %e, "persistent node: the touch was refused");
+                    }
                 }
             }
         }
@@ -467,12 +469,17 @@ impl Run {
     }
 
     /// Writes the node's data (a `set_data`, or a touch).
-    async fn write(&mut self, path: &str, data: &Bytes) -> Step<()> {
+    /// `Ok(Err(e))`: the client refuses the write (the server drops the connection on
+    /// it): the caller gets `e` and the node goes on.
+    async fn write(&mut self, path: &str, data: &Bytes) -> Step<Result<(), Error>> {
         for _ in turns() {
             match self.client.set_data(path, data, None).await {
-                Ok(_) => return Ok(()),
+                Ok(_) => return Ok(Ok(())),
                 // Gone: the watch sees it and the re-create writes these bytes.
-                Err(zk_client::Error::NoNode) => return Ok(()),
+                Err(zk_client::Error::NoNode) => return Ok(Ok(())),
+                Err(e) if crate::retry::refused_for(&e).is_some() => {
+                    return Ok(Err(Error::Client(e)))
+                }
                 Err(e) => self.recover(e).await?,
             }
         }

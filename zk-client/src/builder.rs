@@ -15,11 +15,13 @@ pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_MAX_OUTSTANDING: usize = 1024;
 
 /// Default quarantine of a request the server drops the connection on (see
-/// [`ClientBuilder::poison_quarantine`]): zero, the rule is off unless asked for.
-pub const DEFAULT_POISON_QUARANTINE: Duration = Duration::ZERO;
+/// [`ClientBuilder::poison_quarantine`]): 60 s, the rule is on ([`Duration::ZERO`] turns it
+/// off).
+pub const DEFAULT_POISON_QUARANTINE: Duration = crate::session::poison::DEFAULT_QUARANTINE;
 
-/// A quarantine to turn the poison rule on with (see [`ClientBuilder::poison_quarantine`]):
-/// 60 s, long enough that a caller looping on the request costs at most one drop a minute.
+/// The suggested quarantine of the poison rule (see [`ClientBuilder::poison_quarantine`]):
+/// 60 s, long enough that a caller looping on the request costs at most one drop a minute;
+/// the default.
 pub const SUGGESTED_POISON_QUARANTINE: Duration = crate::session::poison::DEFAULT_QUARANTINE;
 
 /// Default bound on the events a [`PersistentWatcher`](crate::PersistentWatcher) holds
@@ -261,19 +263,21 @@ impl ClientBuilder {
         self
     }
 
-    /// How long a request the server drops the connection on is refused locally: zero, the
-    /// default ([`DEFAULT_POISON_QUARANTINE`]), turns the rule off; 60 s
-    /// ([`SUGGESTED_POISON_QUARANTINE`]) is a good value where it is wanted.
+    /// How long a request the server drops the connection on is refused locally: 60 s by
+    /// default ([`DEFAULT_POISON_QUARANTINE`]); zero turns the rule off.
     ///
-    /// **Off by default**, because a flaky network looks the same to the client: connections
-    /// cut every few tens of milliseconds (a failing switch, a proxy resetting connections)
-    /// put the same request in flight at two losses in a row often enough to refuse a request
-    /// the server would accept, for the whole quarantine (the `members::shared` test that
-    /// increments a counter through connections reset every 40 ms did that). Turn it on for
-    /// servers known to drop the connection on requests they refuse: ClickHouse Keeper, or a
-    /// ZooKeeper whose `jute.maxbuffer` is lower than the client's `max_request_len`.
-    /// [`SessionManager`](crate::SessionManager)'s renewal pacing, which bounds the session
-    /// storm such a server causes, is on either way.
+    /// **Only the server's orderly close counts** (the client reads end of stream: a FIN),
+    /// which is how servers refuse a request: ZooKeeper shuts its side down before closing
+    /// on a packet above its `jute.maxbuffer`, ClickHouse Keeper closes after reading an
+    /// opcode it does not know. A connection reset (RST: a proxy or middlebox cutting
+    /// connections, a failing network) or any other socket error never counts, so a flaky
+    /// network does not quarantine requests the server would accept (the `members::shared`
+    /// test increments a counter through connections reset every 40 ms: with resets counted
+    /// it quarantined its requests and made no progress). What still counts is a server
+    /// that closes in order twice in a row right after the same request, say one that
+    /// crashes on it; turn the rule off where a network closes connections in order at
+    /// random. [`SessionManager`](crate::SessionManager)'s renewal pacing, which bounds the
+    /// session storm such a server causes, is on either way.
     ///
     /// A server closes the connection, instead of answering, on a request it does not
     /// accept: ZooKeeper on one above its `jute.maxbuffer` (see

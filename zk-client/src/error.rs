@@ -77,14 +77,15 @@ pub enum Error {
     ///
     /// The client concluded this after the same request (same opcode, same server path, a
     /// size within the same power of two) was in flight, written less than a second before,
-    /// at two connection losses in a row (those two calls failed with `ConnectionLoss`). A
+    /// at two connection losses in a row, each an orderly close by the server (those two
+    /// calls failed with `ConnectionLoss`). A
     /// server does this to a request it does not accept: one above its `jute.maxbuffer`
     /// (ZooKeeper), an opcode it does not know (ClickHouse Keeper). Sending it again would
     /// only cut the connection again, failing every other call in flight and, on servers that
     /// do not resume sessions, costing a session each time.
     ///
     /// Identical requests fail with this error for the quarantine
-    /// ([`ClientBuilder::poison_quarantine`](crate::ClientBuilder::poison_quarantine), off
+    /// ([`ClientBuilder::poison_quarantine`](crate::ClientBuilder::poison_quarantine), 60 s
     /// unless set; `retry_after` is what is left of it); the first one after it is sent
     /// again, and one more drop quarantines it again at once. Not
     /// [retryable](Error::is_retryable): fix the request (its size, the server's limit) or

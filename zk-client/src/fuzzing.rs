@@ -104,7 +104,7 @@ impl Fuzz<'_> {
                 self.s.handle_timeout(self.now)
             }
             3 => {
-                let reason = crate::session::Disconnect::Transport;
+                let reason = crate::session::Disconnect::Closed;
                 self.s.handle_disconnect(&reason, now);
                 Ok(())
             }

@@ -133,7 +133,7 @@ pub type Generations = Transitions<Generation>;
 /// in the first minute of such a storm and two a minute after. A session that lived 60 s
 /// starts the pacing over. [`SessionManagerBuilder::renew_pacing`] changes these. The
 /// generations also share what their clients learned about requests the server drops the
-/// connection on (when [`ClientBuilder::poison_quarantine`] turned that rule on), so such a
+/// connection on (unless [`ClientBuilder::poison_quarantine`] turned that rule off), so such a
 /// request is refused locally in a new session instead of killing it.
 ///
 /// ```no_run

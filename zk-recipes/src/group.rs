@@ -149,6 +149,17 @@ impl GroupMember {
         members
     }
 
+    /// What keeps this member out of the group or the members' view stale, if anything:
+    /// its node's [`PersistentNode::last_error`] (its session ended, the server drops the
+    /// connection on its create: the member waits it out and joins again by itself), else
+    /// the members cache's [`Cache::last_error`](crate::cache::Cache::last_error). `None`
+    /// while the member is in and the view follows the server.
+    pub fn last_error(&self) -> Option<crate::Error> {
+        self.node
+            .last_error()
+            .or_else(|| self.cache.cache().last_error())
+    }
+
     /// Whether the cache has read the group once.
     pub fn is_loaded(&self) -> bool {
         self.cache.cache().is_ready()

@@ -171,6 +171,39 @@ impl Pacing {
         Ok(half + Duration::from_micros(jitter))
     }
 
+    /// The pause before trying again after `error` ended a try that lasted `lived`: the
+    /// paced pause, or longer when the client refuses the request for a while
+    /// ([`zk_client::Error::ServerDropsRequest`]'s `retry_after`: sending it sooner would
+    /// only fail again at once).
+    ///
+    /// # Errors
+    ///
+    /// As [`pause`](Self::pause).
+    pub(crate) fn pause_after(
+        &mut self,
+        lived: Duration,
+        error: &zk_client::Error,
+    ) -> Result<Duration> {
+        let paced = self.pause(lived)?;
+        Ok(paced.max(refused_for(error).unwrap_or_default()))
+    }
+
+    /// Sleeps [`pause_after`](Self::pause_after)`(lived, error)`; `Ok(false)` when `stop`
+    /// was cancelled first.
+    ///
+    /// # Errors
+    ///
+    /// As [`pause`](Self::pause).
+    pub(crate) async fn wait_after(
+        &mut self,
+        lived: Duration,
+        error: &zk_client::Error,
+        stop: &CancellationToken,
+    ) -> Result<bool> {
+        let pause = self.pause_after(lived, error)?;
+        sleep_unless(pause, stop).await
+    }
+
     /// Sleeps [`pause`](Self::pause)`(lived)`; `Ok(false)` when `stop` was cancelled first.
     ///
     /// # Errors
@@ -178,13 +211,27 @@ impl Pacing {
     /// As [`pause`](Self::pause).
     pub(crate) async fn wait(&mut self, lived: Duration, stop: &CancellationToken) -> Result<bool> {
         let pause = self.pause(lived)?;
-        if pause.is_zero() {
-            return Ok(!stop.is_cancelled());
-        }
-        tokio::select! {
-            _ = stop.cancelled() => Ok(false),
-            _ = tokio::time::sleep(pause) => Ok(true),
-        }
+        sleep_unless(pause, stop).await
+    }
+}
+
+/// Sleeps `pause`; `Ok(false)` when `stop` was cancelled first.
+async fn sleep_unless(pause: Duration, stop: &CancellationToken) -> Result<bool> {
+    if pause.is_zero() {
+        return Ok(!stop.is_cancelled());
+    }
+    tokio::select! {
+        _ = stop.cancelled() => Ok(false),
+        _ = tokio::time::sleep(pause) => Ok(true),
+    }
+}
+
+/// How long the client refuses to send the request that failed with `error`:
+/// [`zk_client::Error::ServerDropsRequest`]'s `retry_after` (the rest of its quarantine).
+pub(crate) fn refused_for(error: &zk_client::Error) -> Option<Duration> {
+    match error {
+        zk_client::Error::ServerDropsRequest { retry_after, .. } => Some(*retry_after),
+        _ => None,
     }
 }
 
@@ -212,6 +259,23 @@ mod tests {
         assert_eq!(pacing.pause(HEALTHY_AFTER).unwrap(), Duration::ZERO);
         let again = pacing.pause(Duration::ZERO).unwrap();
         assert!(again <= PAUSE_FIRST, "reset: {again:?}");
+    }
+
+    #[test]
+    fn a_refused_request_is_waited_out_for_its_quarantine() {
+        let mut pacing = Pacing::new();
+        let refused = zk_client::Error::ServerDropsRequest {
+            op: zk_client::OpCode::AddWatch,
+            path: Some("/app".into()),
+            retry_after: Duration::from_secs(20),
+        };
+        let pause = pacing.pause_after(Duration::ZERO, &refused).unwrap();
+        assert_eq!(pause, Duration::from_secs(20));
+        // Other errors: the paced pause only (the second one: 100-200 ms).
+        let pause = pacing
+            .pause_after(Duration::ZERO, &zk_client::Error::ConnectionLoss)
+            .unwrap();
+        assert!(pause <= PAUSE_FIRST * 2, "{pause:?}");
     }
 
     #[test]

@@ -383,7 +383,8 @@ impl<C: Connector> Driver<C> {
                 }
                 Err(Disconnect::Transport)
             }
-            Input::Read(Ok(0)) => Err(Disconnect::Transport),
+            // End of stream: the server closed in order (a reset or failure is an error).
+            Input::Read(Ok(0)) => Err(Disconnect::Closed),
             Input::Read(Ok(n)) => {
                 crate::metrics::bytes_received(n);
                 self.on_read(&mut link.rbuf)?;

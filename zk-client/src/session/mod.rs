@@ -115,8 +115,13 @@ pub(crate) enum Disconnect {
     ReadTimeout,
     /// No `ConnectResponse` within the connect timeout.
     HandshakeTimeout,
-    /// The socket failed or the server closed it.
+    /// The socket failed: reset (RST), a write or read error.
     Transport,
+    /// The server closed the connection in order: the client read end of stream (a FIN).
+    /// What a server does when it refuses a request by closing (ZooKeeper on a packet
+    /// above its `jute.maxbuffer`, ClickHouse Keeper on an opcode it does not know), and
+    /// the only loss the poison rule counts.
+    Closed,
     /// Leaving a read-only server for a read/write one.
     ToReadWrite,
     /// The oldest request in flight waited longer than the request timeout.

@@ -2,7 +2,7 @@
 //! `builder.rs`; the work is in `task.rs`.
 
 use std::sync::atomic::{AtomicBool, AtomicU32};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::broadcast;
 use zk_client::{Publisher, Transitions};
@@ -48,6 +48,7 @@ impl Cache {
             states: Publisher::new(CacheState::Loading),
             initialized: AtomicBool::new(false),
             pass: AtomicU32::new(0),
+            failing: Mutex::new(None),
         });
         let sessions = source.sessions();
         let task = Background::spawn({
@@ -107,6 +108,19 @@ impl Cache {
     /// Where the cache stands (loaded, disconnected, resyncing...).
     pub fn state(&self) -> CacheState {
         self.shared.states.current()
+    }
+
+    /// Why the cache is not [`Synced`](CacheState::Synced), if something went wrong: the
+    /// last error that kept it from setting its watch or ended its session
+    /// ([`zk_client::Error::ServerDropsRequest`] when the server drops the connection on
+    /// its `addWatch`: the cache waits out the `retry_after`, with a growing pause, and
+    /// tries again, and a session that ends meanwhile does not replace it;
+    /// `SessionExpired` while a manager's next session is awaited). Cleared
+    /// once the cache is synced again. A cache stuck in
+    /// [`Disconnected`](CacheState::Disconnected) or [`Loading`](CacheState::Loading)
+    /// says why here; the warning is logged too.
+    pub fn last_error(&self) -> Option<crate::Error> {
+        self.shared.failing()
     }
 
     /// Follows the cache's state: every transition from now on ([`Transitions`], the type

@@ -3,7 +3,7 @@
 //! `options`, `store`, `node` and `events`.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Mutex, PoisonError, RwLock};
 
 use tokio::sync::broadcast;
 use zk_client::{Observable, Publisher};
@@ -12,6 +12,7 @@ use super::events::{CacheEvents, Filter};
 use super::node::CacheEvent;
 use super::options::Options;
 use super::store::{self, Store};
+use crate::retry::refused_for;
 
 /// Where a cache stands with its server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -56,6 +57,8 @@ pub(crate) struct Shared {
     /// The first load completed (set before `Synced` is first published).
     pub(super) initialized: AtomicBool,
     pub(super) pass: AtomicU32,
+    /// Why the cache is not synced ([`Cache::last_error`](super::Cache::last_error)).
+    pub(super) failing: Mutex<Option<crate::Error>>,
 }
 
 impl Shared {
@@ -122,8 +125,34 @@ impl Shared {
         });
     }
 
+    /// Records why the cache is not synced. The server dropping our request says more
+    /// than the connection losses and session ends it causes: it is not replaced by them.
+    pub(super) fn failed(&self, error: crate::Error) {
+        let mut failing = self.failing.lock().unwrap_or_else(PoisonError::into_inner);
+        let refused =
+            matches!(&*failing, Some(crate::Error::Client(e)) if refused_for(e).is_some());
+        let consequence =
+            matches!(&error, crate::Error::Client(e) if e.is_connection_loss() || e.is_terminal());
+        if !(refused && consequence) {
+            *failing = Some(error);
+        }
+    }
+
+    /// Nothing keeps the cache from syncing any more.
+    fn clear_failing(&self) {
+        *self.failing.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    pub(super) fn failing(&self) -> Option<crate::Error> {
+        self.failing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     /// A pass completed: the snapshot equals the server's subtree as of now.
     pub(super) fn pass_completed(&self) {
+        self.clear_failing();
         let first = !self.is_initialized();
         if first {
             self.apply(|_, _| vec![CacheEvent::Initialized]);

@@ -69,6 +69,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut sessions: Sessions, cancel: Can
             break;
         }
         debug!(?state, path = %shared.opts.path, "cache: session ended");
+        shared.failed(crate::retry::session_ended(&client));
         out_of_turns = false;
         if state != SessionState::Expired {
             break;
@@ -116,7 +117,9 @@ async fn session(
             Err(e) if e.is_terminal() => return End::Session(client.state()),
             Err(e) => {
                 warn!(error = %e, path = %shared.opts.path, "cache: addWatch failed; retrying");
-                match pacing.wait(Duration::ZERO, cancel).await {
+                shared.failed(e.clone().into());
+                // A request the client refuses for a while is waited out.
+                match pacing.wait_after(Duration::ZERO, &e, cancel).await {
                     Ok(true) => {}
                     Ok(false) => return End::Cancelled,
                     Err(_) => return End::GaveUp,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
-use zk_client::Client;
+use zk_client::{Client, SessionManager};
 
 use super::support::{local_permit, Owner};
 use crate::error::{Error, Result};
@@ -15,13 +15,17 @@ use crate::guard::{Hold, LockGuard, ReleaseHook};
 use crate::path::check_base;
 use crate::queue::naming::{Intent, MUTEX_LOCK_NAME};
 use crate::queue::{acquire, participants, HandOff, Order, Participant, QueueSpec};
-use crate::retry::deadline_after;
+use crate::retry::{deadline_after, until, Pacing};
+use crate::session::Source;
 
 /// Who holds the lock in this process, for re-entry.
 type Holder = Arc<Mutex<Option<(Owner, Weak<Hold>)>>>;
 
 pub(crate) struct Inner {
-    client: Client,
+    /// The session (a client), or a manager's current one at each acquisition.
+    source: Source,
+    /// Paces acquisitions that follow failures from ended sessions.
+    failures: Mutex<Failures>,
     spec: QueueSpec,
     /// One local holder (or waiter in ZooKeeper) at a time per instance.
     local: Arc<Semaphore>,
@@ -32,6 +36,53 @@ pub(crate) struct Inner {
     /// The `kind` label of its lock metrics and spans; `None` for a lock inside another
     /// recipe (a semaphore's mutex), which that recipe reports under its own kind.
     kind: Option<&'static str>,
+}
+
+/// The pacing of an instance's acquisitions: after an acquisition failed because its session
+/// ended (or the server drops the connection on its create), the next one waits a pause
+/// growing with each such failure in a row (with jitter, up to the crate's ceiling), so a
+/// user loop around `acquire` never spins on sessions that die at once; after the crate's
+/// bound the acquisition fails with [`Error::GaveUp`]. A lock taken resets it.
+#[derive(Debug)]
+struct Failures {
+    pacing: Pacing,
+    /// No acquisition starts before this.
+    not_before: Option<Instant>,
+}
+
+impl Failures {
+    fn new() -> Failures {
+        Failures {
+            pacing: Pacing::new(),
+            not_before: None,
+        }
+    }
+
+    /// An acquisition that started at `started` ended with `result` (after the lock's
+    /// mapping of a session's end to `LockLost(SessionEnded)`); returns the result to give
+    /// the caller ([`Error::GaveUp`] once the bound is reached).
+    fn note<T>(&mut self, started: Instant, result: Result<T>) -> Result<T> {
+        let paced = match &result {
+            Ok(_) => {
+                *self = Failures::new();
+                return result;
+            }
+            Err(Error::LockLost(crate::LossReason::SessionEnded)) => {
+                self.pacing.pause(started.elapsed())
+            }
+            Err(Error::Client(e)) if crate::retry::refused_for(e).is_some() => {
+                self.pacing.pause_after(started.elapsed(), e)
+            }
+            Err(_) => return result,
+        };
+        match paced {
+            Ok(pause) => {
+                self.not_before = Some(Instant::now() + pause);
+                result
+            }
+            Err(gave_up) => Err(gave_up),
+        }
+    }
 }
 
 impl Inner {
@@ -108,8 +159,54 @@ impl std::fmt::Debug for FairLock {
 impl FairLock {
     /// A fair exclusive lock on `path` (the parent of the queue nodes).
     pub fn new(client: Client, path: &str) -> Result<FairLock> {
-        Ok(Self::with_spec(
-            client,
+        Self::on(Source::Client(client), path)
+    }
+
+    /// A fair exclusive lock on `path` that takes each acquisition on `manager`'s current
+    /// session: after an expiry, the next `acquire` queues on the manager's next session
+    /// (a guard stays tied to the session it was acquired on, and is lost with it).
+    ///
+    /// Acquisitions in a loop are paced: after one failed because its session ended
+    /// (`LockLost(SessionEnded)`, say while the manager has no live session yet) or because
+    /// the server drops the connection on the lock's create
+    /// ([`zk_client::Error::ServerDropsRequest`], then for at least its `retry_after`), the
+    /// next acquisition of this instance (and its clones) first waits a pause that grows
+    /// with each such failure in a row (100 ms doubling to 30 s, with jitter), and after the
+    /// crate's bound fails with [`Error::GaveUp`]. A lock taken starts over. (A lock made
+    /// with [`new`](Self::new) is paced the same way.)
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`] for a relative path or the root.
+    ///
+    /// ```no_run
+    /// # async fn f() -> Result<(), Box<dyn std::error::Error>> {
+    /// use zk_client::{Client, SessionManager};
+    /// use zk_recipes::lock::FairLock;
+    ///
+    /// let manager = SessionManager::connect(Client::builder("127.0.0.1:2181")).await?;
+    /// let lock = FairLock::new_managed(&manager, "/locks/reports")?;
+    /// for _ in 0..10 {
+    ///     match lock.acquire().await {
+    ///         Ok(guard) => {
+    ///             // ... exclusive work ...
+    ///             guard.release().await?;
+    ///             break;
+    ///         }
+    ///         // The session ended: the next try waits a growing pause first.
+    ///         Err(e) if e.is_lock_lost() => continue,
+    ///         Err(e) => return Err(e.into()),
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn new_managed(manager: &SessionManager, path: &str) -> Result<FairLock> {
+        Self::on(Source::Manager(manager.clone()), path)
+    }
+
+    fn on(source: Source, path: &str) -> Result<FairLock> {
+        Ok(Self::with_source(
+            source,
             QueueSpec {
                 base: check_base(path)?,
                 lock_name: MUTEX_LOCK_NAME,
@@ -126,10 +223,19 @@ impl FairLock {
         spec: QueueSpec,
         companion: Option<&FairLock>,
     ) -> FairLock {
+        Self::with_source(Source::Client(client), spec, companion)
+    }
+
+    pub(crate) fn with_source(
+        source: Source,
+        spec: QueueSpec,
+        companion: Option<&FairLock>,
+    ) -> FairLock {
         let spec_lock_name = spec.lock_name;
         FairLock {
             inner: Arc::new(Inner {
-                client,
+                source,
+                failures: Mutex::new(Failures::new()),
                 spec,
                 local: Arc::new(Semaphore::new(1)),
                 holder: Arc::new(Mutex::new(None)),
@@ -193,7 +299,8 @@ impl FairLock {
         edit(&mut spec);
         FairLock {
             inner: Arc::new(Inner {
-                client: self.inner.client.clone(),
+                source: self.inner.source.clone(),
+                failures: Mutex::new(Failures::new()),
                 spec,
                 local: Arc::new(Semaphore::new(1)),
                 holder: Arc::new(Mutex::new(None)),
@@ -223,7 +330,12 @@ impl FairLock {
     ///
     /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<Participant>> {
-        participants(&self.inner.client, &self.inner.spec.base, Order::Sequence).await
+        participants(
+            &self.inner.source.client(),
+            &self.inner.spec.base,
+            Order::Sequence,
+        )
+        .await
     }
 
     /// Waits until the lock is held.
@@ -235,7 +347,10 @@ impl FairLock {
     /// - [`Error::LockLost`]`(`[`NodeDeleted`](crate::LossReason::NodeDeleted)`)` if our queue
     ///   node was deleted by someone else while we waited;
     /// - [`Error::Client`] for other ZooKeeper failures (connection losses are waited out,
-    ///   not returned).
+    ///   not returned);
+    /// - [`Error::GaveUp`] after the crate's bound of acquisitions in a row that failed
+    ///   because their session ended: each such failure makes the next acquisition of this
+    ///   instance wait a growing pause first (see [`new_managed`](Self::new_managed)).
     ///
     /// # Cancel safety
     ///
@@ -273,8 +388,8 @@ impl FairLock {
         self.acquire_until(None, true).await
     }
 
-    pub(crate) fn client(&self) -> &Client {
-        &self.inner.client
+    pub(crate) fn source(&self) -> &Source {
+        &self.inner.source
     }
 
     pub(crate) fn spec(&self) -> &QueueSpec {
@@ -300,12 +415,26 @@ impl FairLock {
     ) -> Result<Option<LockGuard>> {
         // Boxed once here: the acquisition's state is a few KiB, and every layer above
         // (metrics, timeout, the caller's own futures) would otherwise move it by value.
+        let not_before = self.inner.failures.lock().ok().and_then(|f| f.not_before);
+        if let Some(at) = not_before.filter(|at| *at > Instant::now()) {
+            // Paced after failures from ended sessions (see `new_managed`).
+            until(deadline, async {
+                tokio::time::sleep_until(at).await;
+                Ok(())
+            })
+            .await?;
+        }
+        let started = Instant::now();
         let inner = Box::pin(self.acquire_inner(deadline, try_only));
         let result = match self.inner.kind {
             Some(kind) => crate::metrics::acquire(kind, &self.inner.spec.base, inner).await,
             None => inner.await,
         };
-        result.map_err(Error::session_end_as_loss)
+        let result = result.map_err(Error::session_end_as_loss);
+        match self.inner.failures.lock() {
+            Ok(mut failures) => failures.note(started, result),
+            Err(_) => result,
+        }
     }
 
     async fn acquire_inner(
@@ -327,8 +456,9 @@ impl FairLock {
             .as_ref()
             .and_then(|w| w.current_hold())
             .map(|h| crate::path::name(h.path()).to_owned());
+        let client = self.inner.source.client();
         let Some(acquired) = acquire(
-            &self.inner.client,
+            &client,
             &self.inner.spec,
             deadline,
             try_only,
@@ -350,7 +480,7 @@ impl FairLock {
             None => hook,
         };
         let hold = Hold::new(
-            self.inner.client.clone(),
+            client,
             acquired.path,
             acquired.stat,
             acquired.epoch,
@@ -361,5 +491,70 @@ impl FairLock {
             *h = Some((Owner::current(), Arc::downgrade(&hold)));
         }
         Ok(Some(hold.into_guard()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::retry::{turns, PAUSE_CEILING, PAUSE_FIRST};
+    use crate::LossReason;
+
+    fn pause_after(failures: &mut Failures, error: Error) -> Duration {
+        let now = Instant::now();
+        let out: Result<()> = failures.note(now, Err(error));
+        assert!(out.is_err());
+        failures
+            .not_before
+            .expect("paced")
+            .saturating_duration_since(now)
+    }
+
+    #[test]
+    fn acquisitions_after_ended_sessions_back_off_and_a_lock_taken_resets() {
+        let mut failures = Failures::new();
+        let lost = || Error::LockLost(LossReason::SessionEnded);
+        let pauses: Vec<Duration> = (0..12)
+            .map(|_| pause_after(&mut failures, lost()))
+            .collect();
+        assert!(pauses[0] >= PAUSE_FIRST / 2, "{pauses:?}");
+        assert!(pauses[3] >= PAUSE_FIRST * 4, "grows: {pauses:?}");
+        assert!(
+            pauses
+                .iter()
+                .all(|p| *p <= PAUSE_CEILING + Duration::from_millis(50)),
+            "up to the ceiling: {pauses:?}"
+        );
+        assert!(pauses[11] >= PAUSE_CEILING / 2, "{pauses:?}");
+        // Another error (a timeout, a deleted node) neither paces nor resets.
+        let before = failures.not_before;
+        let _ = failures.note::<()>(Instant::now(), Err(Error::Timeout));
+        assert_eq!(failures.not_before, before);
+        // A lock taken starts over.
+        assert!(failures.note(Instant::now(), Ok(())).is_ok());
+        assert_eq!(failures.not_before, None);
+        assert!(pause_after(&mut failures, lost()) <= PAUSE_FIRST);
+    }
+
+    #[test]
+    fn a_refused_create_is_waited_out_and_the_bound_ends_in_gave_up() {
+        let mut failures = Failures::new();
+        let refused = Error::Client(zk_client::Error::ServerDropsRequest {
+            op: zk_client::OpCode::Create2,
+            path: Some("/locks/a".into()),
+            retry_after: Duration::from_secs(20),
+        });
+        assert!(pause_after(&mut failures, refused) >= Duration::from_secs(20));
+        let mut last = Ok(());
+        for _ in turns() {
+            last = failures.note(
+                Instant::now(),
+                Err(Error::LockLost(LossReason::SessionEnded)),
+            );
+            if matches!(last, Err(Error::GaveUp)) {
+                break;
+            }
+        }
+        assert!(matches!(last, Err(Error::GaveUp)), "{last:?}");
     }
 }

@@ -110,7 +110,7 @@ impl ReadWriteLock {
         let write = self.write.edited(&edit);
         let mut spec = self.read.spec().clone();
         edit(&mut spec);
-        let read = FairLock::with_spec(self.read.client().clone(), spec, Some(&write));
+        let read = FairLock::with_source(self.read.source().clone(), spec, Some(&write));
         ReadWriteLock { read, write }
     }
 

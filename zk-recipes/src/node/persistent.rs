@@ -121,6 +121,16 @@ impl PersistentNode {
         NodeEvents::new(self.shared.events.subscribe())
     }
 
+    /// Why the node is not present while it keeps trying, if something went wrong: the
+    /// last session ended (`SessionExpired`), or the server drops the connection on its
+    /// create ([`zk_client::Error::ServerDropsRequest`]: the node waits out its
+    /// `retry_after`, with a growing pause, and tries again). `None` once the node is
+    /// present again. Why it stopped for good is [`ready`](Self::ready)'s error.
+    pub fn last_error(&self) -> Option<Error> {
+        let status = self.shared.status.borrow();
+        status.failing.clone().filter(|_| status.path.is_none())
+    }
+
     /// Waits until the node is present and returns its path (at once if it is).
     ///
     /// # Errors
@@ -167,7 +177,10 @@ impl PersistentNode {
     ///
     /// The write's error other than a connection loss or the node's absence (both are
     /// repaired by the next re-create, which writes these bytes): `NoAuth`, or the reason the
-    /// node stopped for good.
+    /// node stopped for good. [`zk_client::Error::ServerDropsRequest`] when the server drops
+    /// the connection on the write (data above its `jute.maxbuffer`, say): the node stays,
+    /// with the data it had, but a later re-create writes these bytes and is refused the
+    /// same way (set smaller data again to repair it).
     ///
     /// # Cancel safety
     ///

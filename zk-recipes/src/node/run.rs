@@ -91,6 +91,14 @@ pub(crate) async fn run(
             }
             Stop::SessionEnded => {
                 run.went_with_session();
+                // A session ended by the server dropping our create keeps saying so.
+                let refused = matches!(
+                    &run.shared.status.borrow().failing,
+                    Some(Error::Client(e)) if crate::retry::refused_for(e).is_some()
+                );
+                if !refused {
+                    run.fail(crate::retry::session_ended(&run.client));
+                }
                 // Paced: sessions that die at once are not renewed at full speed.
                 match sessions.next(&run.stop).await {
                     Ok(client) => {
@@ -151,14 +159,37 @@ impl Run {
             }
         } else if error.is_terminal() {
             Err(Stop::SessionEnded)
+        } else if crate::retry::refused_for(&error).is_some() {
+            // The server drops the connection on this request: the client refuses it for
+            // a while. Waited out (and the pacing grows), never given up on: the node
+            // comes back once the server takes the request again.
+            warn!(path = %self.shared.base, error = %error, "persistent node: waiting before trying again");
+            self.fail(Error::Client(error.clone()));
+            let lived = self
+                .last_loss
+                .replace(Instant::now())
+                .map_or(HEALTHY_AFTER, |at| at.elapsed());
+            match self.pacing.wait_after(lived, &error, &self.stop).await {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(Stop::Closed),
+                Err(e) => Err(Stop::Failed(e)),
+            }
         } else {
             Err(Stop::Failed(error.into()))
         }
     }
 
+    /// Publishes why the node is not there now ([`PersistentNode::last_error`](super::PersistentNode::last_error)).
+    fn fail(&self, error: Error) {
+        self.shared.status.send_modify(|s| s.failing = Some(error));
+    }
+
     fn publish(&self, path: Option<String>) {
         self.shared.status.send_if_modified(|s| {
             let changed = s.path != path;
+            if path.is_some() {
+                s.failing = None;
+            }
             s.path = path;
             changed
         });
@@ -401,7 +432,7 @@ impl Run {
                     Some(Command::SetData(data, reply)) => {
                         let result = self.write(&path, &data).await;
                         let (answer, stop) = match result {
-                            Ok(()) => (Ok(()), None),
+                            Ok(written) => (written, None),
                             // The next session's re-create writes these bytes.
                             Err(Stop::SessionEnded) => (Ok(()), Some(Stop::SessionEnded)),
                             Err(Stop::Failed(e)) => (Err(e.clone()), Some(Stop::Failed(e))),
@@ -428,7 +459,9 @@ impl Run {
                 _ = sleep, if touch.is_some() => {
                     // Touch: writing the data again moves mtime, which restarts the TTL.
                     let data = self.shared.data();
-                    self.write(&path, &data).await?;
+                    if let Err(e) = self.write(&path, &data).await? {
+                        warn!(%path, error = %e, "persistent node: the touch was refused");
+                    }
                 }
             }
         }
@@ -436,12 +469,17 @@ impl Run {
     }
 
     /// Writes the node's data (a `set_data`, or a touch).
-    async fn write(&mut self, path: &str, data: &Bytes) -> Step<()> {
+    /// `Ok(Err(e))`: the client refuses the write (the server drops the connection on
+    /// it): the caller gets `e` and the node goes on.
+    async fn write(&mut self, path: &str, data: &Bytes) -> Step<Result<(), Error>> {
         for _ in turns() {
             match self.client.set_data(path, data, None).await {
-                Ok(_) => return Ok(()),
+                Ok(_) => return Ok(Ok(())),
                 // Gone: the watch sees it and the re-create writes these bytes.
-                Err(zk_client::Error::NoNode) => return Ok(()),
+                Err(zk_client::Error::NoNode) => return Ok(Ok(())),
+                Err(e) if crate::retry::refused_for(&e).is_some() => {
+                    return Ok(Err(Error::Client(e)))
+                }
                 Err(e) => self.recover(e).await?,
             }
         }

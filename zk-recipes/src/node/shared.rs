@@ -114,6 +114,9 @@ pub(crate) struct Status {
     pub(crate) path: Option<String>,
     /// Why the node stopped for good (closed, manager ended, an error such as `NoAuth`).
     pub(crate) ended: Option<Error>,
+    /// Why the node is not there while it keeps trying (its session ended, the server
+    /// drops the connection on its create); cleared once it is there.
+    pub(crate) failing: Option<Error>,
 }
 
 /// A request from the handle to the task.

@@ -47,7 +47,7 @@ fn dropped_once(f: &mut Fixture, at: Duration) -> Option<Result<Bytes>> {
     assert_eq!(sent_ops(f), vec![OpCode::AddWatch.as_i32()]);
     let now = now + Duration::from_millis(20);
     f.now = now;
-    f.disconnect(&Disconnect::Transport, now);
+    f.disconnect(&Disconnect::Closed, now);
     answer(&mut rx)
 }
 
@@ -97,7 +97,7 @@ fn a_request_dropped_twice_in_a_row_is_refused_locally() {
 
     // After the quarantine it is sent again; one more drop quarantines it at once.
     let now = f.at(Duration::from_secs(50));
-    f.disconnect(&Disconnect::Transport, now);
+    f.disconnect(&Disconnect::Closed, now);
     let got = dropped_once(&mut f, Duration::from_secs(63));
     assert!(matches!(got, Some(Err(Error::ConnectionLoss))), "{got:?}");
     f.connect(0x42, false);
@@ -118,7 +118,7 @@ fn losses_long_after_the_write_or_not_by_the_server_do_not_count() {
         f.sent();
         let mut rx = add_watch(&mut f, "/c");
         // The loss comes 2 s after the write: not "right after" it.
-        f.disconnect(&Disconnect::Transport, now + Duration::from_secs(2));
+        f.disconnect(&Disconnect::Closed, now + Duration::from_secs(2));
         assert!(matches!(answer(&mut rx), Some(Err(Error::ConnectionLoss))));
     }
     for i in 3..6 {
@@ -137,6 +137,35 @@ fn losses_long_after_the_write_or_not_by_the_server_do_not_count() {
 }
 
 #[test]
+fn resets_never_count_only_a_servers_orderly_close_does() {
+    let mut f = Fixture::new(config());
+    // The same request in flight, written 20 ms before, at ten resets in a row (a flaky
+    // network, a proxy cutting connections with RST): never refused.
+    for i in 0..10 {
+        let now = f.at(Duration::from_secs(i));
+        f.connect(0x42, false);
+        f.sent();
+        let mut rx = add_watch(&mut f, "/c");
+        assert_eq!(sent_ops(&mut f), vec![OpCode::AddWatch.as_i32()]);
+        f.disconnect(&Disconnect::Transport, now + Duration::from_millis(20));
+        assert!(matches!(answer(&mut rx), Some(Err(Error::ConnectionLoss))));
+    }
+    // A reset between two orderly closes breaks the streak too.
+    dropped_once(&mut f, Duration::from_secs(20));
+    let now = f.at(Duration::from_secs(21));
+    f.connect(0x42, false);
+    f.sent();
+    let mut rx = add_watch(&mut f, "/c");
+    f.disconnect(&Disconnect::Transport, now + Duration::from_millis(20));
+    assert!(matches!(answer(&mut rx), Some(Err(Error::ConnectionLoss))));
+    dropped_once(&mut f, Duration::from_secs(22));
+    f.connect(0x42, false);
+    f.sent();
+    let _rx = add_watch(&mut f, "/c");
+    assert_eq!(sent_ops(&mut f), vec![OpCode::AddWatch.as_i32()]);
+}
+
+#[test]
 fn a_loss_in_between_without_the_request_breaks_the_streak() {
     let mut f = Fixture::new(config());
     dropped_once(&mut f, Duration::ZERO);
@@ -145,7 +174,7 @@ fn a_loss_in_between_without_the_request_breaks_the_streak() {
     f.connect(0x42, false);
     f.sent();
     let _rx = f.get_data("/x");
-    f.disconnect(&Disconnect::Transport, f.now);
+    f.disconnect(&Disconnect::Closed, f.now);
     dropped_once(&mut f, Duration::from_secs(2));
     f.connect(0x42, false);
     f.sent();
@@ -168,7 +197,7 @@ fn queued_identical_requests_fail_when_the_request_is_quarantined() {
     let mut queued = add_watch(&mut f, "/c");
     let mut other = f.get_data("/c");
     assert_eq!(f.s.queued(), 2);
-    f.disconnect(&Disconnect::Transport, f.now + Duration::from_millis(3));
+    f.disconnect(&Disconnect::Closed, f.now + Duration::from_millis(3));
     assert!(matches!(
         answer(&mut first),
         Some(Err(Error::ConnectionLoss))
@@ -190,7 +219,7 @@ fn a_large_write_is_caught_but_a_small_one_to_the_same_node_is_not() {
         f.connect(0x42, false);
         f.sent();
         let mut rx = set_data(&mut f, "/big", 600_000);
-        f.disconnect(&Disconnect::Transport, now + Duration::from_millis(50));
+        f.disconnect(&Disconnect::Closed, now + Duration::from_millis(50));
         assert!(matches!(answer(&mut rx), Some(Err(Error::ConnectionLoss))));
     }
     f.connect(0x42, false);
@@ -264,7 +293,7 @@ fn every_request_and_set_watches_batch_stays_under_the_request_limit() {
     ));
     assert!(f.sent().is_empty());
     // On reconnect the SetWatches batches each fit the limit (header included).
-    f.disconnect(&Disconnect::Transport, f.now);
+    f.disconnect(&Disconnect::Closed, f.now);
     f.connect(0x42, false);
     let batches: Vec<(i32, i32, Bytes)> = f.sent().iter().map(Sent::packet).collect();
     assert!(batches.len() >= 2, "{}", batches.len());
@@ -307,7 +336,7 @@ fn a_request_riding_along_with_lost_creates_is_never_quarantined() {
         let mut created = f.submit(OpCode::Create2, create, None);
         let mut read = f.get_data("/lock");
         f.sent();
-        f.disconnect(&Disconnect::Transport, now + Duration::from_millis(5));
+        f.disconnect(&Disconnect::Closed, now + Duration::from_millis(5));
         assert!(matches!(
             answer(&mut created),
             Some(Err(Error::ConnectionLoss))

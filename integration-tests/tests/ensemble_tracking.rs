@@ -125,6 +125,133 @@ async fn all_on(addrs: &[String], ids: &[i64]) {
     }
 }
 
+/// Curator's `EnsembleTracker` (`java/CuratorEnsembleTracker.java`) in the same run: what
+/// connection string it uses as the ensemble changes, and whether its namespace holds.
+struct CuratorTracker {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    lines: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl CuratorTracker {
+    async fn start(connect: &str, namespace: &str) -> CuratorTracker {
+        use tokio::io::AsyncBufReadExt;
+        const JARS: [&str; 2] = [
+            "/usr/share/java/curator-framework.jar",
+            "/usr/share/java/slf4j-nop.jar",
+        ];
+        for jar in JARS {
+            assert!(
+                std::path::Path::new(jar).exists(),
+                "{jar} is missing: install Debian's libcurator-framework-java and libslf4j-java"
+            );
+        }
+        let java = std::env::var("ZK_JAVA").unwrap_or_else(|_| "java".into());
+        let source: std::path::PathBuf = [
+            env!("CARGO_MANIFEST_DIR"),
+            "java",
+            "CuratorEnsembleTracker.java",
+        ]
+        .iter()
+        .collect();
+        let mut child = tokio::process::Command::new(java)
+            .args([
+                "-Xmx128m",
+                "-XX:TieredStopAtLevel=1",
+                "-cp",
+                &JARS.join(":"),
+            ])
+            .arg(source)
+            .args([connect, namespace])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start java");
+        let stdin = child.stdin.take().expect("stdin");
+        let mut out = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let lines = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = out.next_line().await {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        let tracker = CuratorTracker {
+            child,
+            stdin,
+            lines,
+        };
+        let deadline = Instant::now() + STEP * 2;
+        while tracker.last("SESSION").is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "curator did not connect: {:?}",
+                tracker.lines.lock().unwrap()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        tracker
+    }
+
+    /// The last line starting with `prefix`, without it.
+    fn last(&self, prefix: &str) -> Option<String> {
+        let lines = self.lines.lock().unwrap();
+        lines
+            .iter()
+            .rev()
+            .find_map(|l| l.strip_prefix(prefix).map(|r| r.trim().to_owned()))
+    }
+
+    /// The connection string once it has not changed for 1.5 s (at most 15 s).
+    async fn settled_conn(&self) -> String {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let mut last = self.last("CONN").unwrap_or_default();
+        let mut since = Instant::now();
+        while Instant::now() < deadline && since.elapsed() < Duration::from_millis(1500) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let now = self.last("CONN").unwrap_or_default();
+            if now != last {
+                last = now;
+                since = Instant::now();
+            }
+        }
+        last
+    }
+
+    async fn command(&mut self, cmd: &str) {
+        use tokio::io::AsyncWriteExt;
+        self.stdin
+            .write_all(format!("{cmd}\n").as_bytes())
+            .await
+            .expect("write java");
+        self.stdin.flush().await.expect("flush java");
+    }
+
+    /// Creates an ephemeral `/<name>` through Curator's namespaced client; its answer line.
+    async fn write(&mut self, name: &str) -> String {
+        let before = self.lines.lock().unwrap().len();
+        self.command(&format!("WRITE {name}")).await;
+        let deadline = Instant::now() + STEP;
+        loop {
+            let answer = self.lines.lock().unwrap()[before..]
+                .iter()
+                .find(|l| l.starts_with("WROTE") || l.starts_with("ERROR"))
+                .cloned();
+            if let Some(answer) = answer {
+                return answer;
+            }
+            assert!(Instant::now() < deadline, "curator did not answer WRITE");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn close(mut self) {
+        self.command("CLOSE").await;
+        let _ = tokio::time::timeout(STEP, self.child.wait()).await;
+    }
+}
+
 #[derive(Default)]
 struct Tally {
     increments: AtomicU64,
@@ -357,6 +484,17 @@ async fn tracked_and_updated_clients_follow_grow_remove_and_move() {
         .await
         .unwrap();
 
+    // Curator's EnsembleTracker, on the servers' addresses and behind the proxies.
+    let (mut curator, curator_nat) = tokio::join!(
+        CuratorTracker::start(&three, "app"),
+        CuratorTracker::start(&proxied, "app")
+    );
+    let mut curator_seen = vec![(
+        "start",
+        curator.settled_conn().await,
+        curator_nat.settled_conn().await,
+    )];
+
     let ids = [
         tracked_manager.client().session_id(),
         plain.session_id(),
@@ -449,6 +587,11 @@ async fn tracked_and_updated_clients_follow_grow_remove_and_move() {
     assert!(after > before, "the guarded client reconnected elsewhere");
     assert_eq!(guarded.session_id(), ids[3]);
     guarded.close().await.unwrap();
+    curator_seen.push((
+        "grown",
+        curator.settled_conn().await,
+        curator_nat.settled_conn().await,
+    ));
     tokio::time::sleep(dwell()).await;
 
     // 2. Remove two of the original three; the operator then stops them.
@@ -475,6 +618,11 @@ async fn tracked_and_updated_clients_follow_grow_remove_and_move() {
     for &i in &removed {
         zk.stop(i).await;
     }
+    curator_seen.push((
+        "shrunk",
+        curator.settled_conn().await,
+        curator_nat.settled_conn().await,
+    ));
     tokio::time::sleep(dwell()).await;
 
     // 3. Move the remaining original member to a new client port, written as a wildcard.
@@ -503,6 +651,11 @@ async fn tracked_and_updated_clients_follow_grow_remove_and_move() {
         t.hosts.contains(&via[&new_port])
     })
     .await;
+    curator_seen.push((
+        "moved",
+        curator.settled_conn().await,
+        curator_nat.settled_conn().await,
+    ));
     // The old port is closed: a client still on the original list has nowhere to go.
     assert!(
         tokio::net::TcpStream::connect(zk.addr(stays))
@@ -574,6 +727,17 @@ async fn tracked_and_updated_clients_follow_grow_remove_and_move() {
             "the chroot was lost"
         );
     }
+    // Curator, same run: the connection strings its tracker used (the servers' addresses;
+    // behind the proxies: the proxies' at first, then the servers' own), and its namespace
+    // after the changes.
+    let wrote = curator.write("curator-after").await;
+    let kept = plain.exists("/curator-after").await.unwrap().is_some();
+    for (step, direct, nat) in &curator_seen {
+        eprintln!("curator after {step}: direct {direct:?}; behind proxies {nat:?}");
+    }
+    eprintln!("curator namespace after the changes: {wrote}, /app/curator-after exists: {kept}");
+    curator.close().await;
+    curator_nat.close().await;
     tracked_manager.close().await.unwrap();
     plain_manager.close().await.unwrap();
     mapped.close().await.unwrap();

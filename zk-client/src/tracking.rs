@@ -14,6 +14,7 @@
 use std::collections::BTreeSet;
 use std::fmt;
 use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -74,10 +75,25 @@ type MapFn = dyn Fn(&Member) -> Option<String> + Send + Sync;
 /// println!("config {:#x}: {:?} ({:?})", now.version, now.hosts, now.outcome);
 /// # let _ = client; Ok(()) }
 /// ```
-#[derive(Clone)]
+///
+/// Asserted unwind safe (as the resolver is): `ClientBuilder`, which holds one, stays
+/// `UnwindSafe` and `RefUnwindSafe`; the map is only called from the follower task, and the
+/// publisher's state is a value replaced whole.
 pub struct EnsembleTracking {
-    map: Option<Arc<MapFn>>,
-    published: Arc<Publisher<TrackedHosts>>,
+    map: Option<AssertUnwindSafe<Arc<MapFn>>>,
+    published: AssertUnwindSafe<Arc<Publisher<TrackedHosts>>>,
+}
+
+impl Clone for EnsembleTracking {
+    fn clone(&self) -> Self {
+        EnsembleTracking {
+            map: self
+                .map
+                .as_ref()
+                .map(|m| AssertUnwindSafe(Arc::clone(&m.0))),
+            published: AssertUnwindSafe(Arc::clone(&self.published.0)),
+        }
+    }
 }
 
 impl fmt::Debug for EnsembleTracking {
@@ -140,11 +156,11 @@ impl EnsembleTracking {
     pub fn new() -> EnsembleTracking {
         EnsembleTracking {
             map: None,
-            published: Arc::new(Publisher::new(TrackedHosts {
+            published: AssertUnwindSafe(Arc::new(Publisher::new(TrackedHosts {
                 version: 0,
                 hosts: Vec::new(),
                 outcome: TrackOutcome::Started,
-            })),
+            }))),
         }
     }
 
@@ -168,7 +184,7 @@ impl EnsembleTracking {
     where
         F: Fn(&Member) -> Option<String> + Send + Sync + 'static,
     {
-        self.map = Some(Arc::new(map));
+        self.map = Some(AssertUnwindSafe(Arc::new(map)));
         self
     }
 
@@ -186,7 +202,7 @@ impl EnsembleTracking {
             .members
             .iter()
             .filter_map(|m| match &self.map {
-                Some(map) => map(m),
+                Some(map) => (map.0)(m),
                 None => m.client_address(),
             })
             .filter(|h| seen.insert(h.clone()))

@@ -41,9 +41,10 @@ trap 'exit 143' TERM
 stage=$(now_s)
 # openssl: test certificates (integration_tests::pki); libnetty-java: ZooKeeper's TLS port.
 # krb5-*: the loopback KDC of security::kerberos (integration_tests::kdc).
+# libservlet-api-java: the AdminServer (Jetty) of ensemble::admin_http.
 packages=(zookeeper openjdk-17-jdk-headless libcurator-client-java libcurator-framework-java
     libcurator-recipes-java libcurator-discovery-java python3-kazoo binutils unzip openssl libnetty-java
-    krb5-kdc krb5-admin-server krb5-user)
+    krb5-kdc krb5-admin-server krb5-user libservlet-api-java)
 [ "$mode" = docker ] && packages+=(docker.io)
 apt_install "${packages[@]}"
 log "packages ready ($(elapsed "$stage") s)"

@@ -97,6 +97,9 @@ pub(crate) struct NodeSpec {
     pub(crate) id: u32,
     /// The ports of every member, index `id - 1`.
     pub(crate) members: Vec<Ports>,
+    /// How many of `members` (the first ones) the initial configuration lists; a member
+    /// beyond them (a spare, to be added with `reconfig`) lists those and itself.
+    pub(crate) listed: usize,
     pub(crate) settings: Settings,
 }
 
@@ -122,9 +125,11 @@ impl NodeSpec {
     /// `server.N=127.0.0.1:quorum:election;client` for each member (the official image's
     /// `ZOO_SERVERS` format; the client port comes from this line, there is no `clientPort`).
     pub(crate) fn server_lines(&self) -> Vec<String> {
+        let me = self.id as usize - 1;
         self.members
             .iter()
             .enumerate()
+            .filter(|(i, _)| *i < self.listed || *i == me)
             .map(|(i, p)| {
                 format!(
                     "server.{}=127.0.0.1:{}:{};{}",
@@ -191,6 +196,12 @@ impl NodeSpec {
 
 /// Specs of an `n`-member cluster with fresh ports.
 pub(crate) fn cluster(n: u32, settings: &Settings) -> Vec<NodeSpec> {
+    growable_cluster(n, n, settings)
+}
+
+/// Specs of `n` servers of which the first `initial` form the ensemble; the others are
+/// spares that know the ensemble and themselves, ready to be added with `reconfig`.
+pub(crate) fn growable_cluster(n: u32, initial: u32, settings: &Settings) -> Vec<NodeSpec> {
     let members: Vec<Ports> = (0..n)
         .map(|_| Ports::pick(settings.secure_client_port))
         .collect();
@@ -198,6 +209,7 @@ pub(crate) fn cluster(n: u32, settings: &Settings) -> Vec<NodeSpec> {
         .map(|id| NodeSpec {
             id,
             members: members.clone(),
+            listed: initial.min(n) as usize,
             settings: settings.clone(),
         })
         .collect()

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 
-use crate::config::{cluster, Settings};
+use crate::config::{cluster, growable_cluster, Settings};
 use crate::node::{mode_of, Flavor, Node, ServerMode, READY_TIMEOUT};
 use crate::ZkTarget;
 
@@ -47,6 +47,47 @@ impl Ensemble {
         let ensemble = Ensemble { nodes };
         ensemble.wait_quorum().await;
         ensemble
+    }
+
+    /// Starts `n` servers of which the first `initial` form the ensemble, for tests of
+    /// dynamic reconfiguration (the settings must enable it: `reconfigEnabled=true` and a
+    /// super user). The others are spares: each is configured with the ensemble and itself
+    /// and follows the leader without a vote until a `reconfig` adds it (as
+    /// `server.<myid(i)>=127.0.0.1:<quorum>:<election>:participant;<client port>`, see
+    /// [`member_line`](Self::member_line)). Waits (up to 60 s) for the ensemble's quorum
+    /// and for each spare to serve.
+    pub async fn launch_growable(n: u32, initial: u32, settings: &Settings) -> Ensemble {
+        assert!(initial >= 2 && initial <= n, "2 <= initial <= n");
+        let flavor = Flavor::for_settings(settings);
+        let launches = growable_cluster(n, initial, settings)
+            .into_iter()
+            .map(|spec| {
+                let flavor = flavor.clone();
+                async move { Node::launch(spec, &flavor).await }
+            });
+        let ensemble = Ensemble {
+            nodes: join_all(launches).await,
+        };
+        let first: Vec<usize> = (0..initial as usize).collect();
+        ensemble.wait_members(&first, READY_TIMEOUT).await;
+        for node in ensemble.nodes.iter().skip(initial as usize) {
+            node.wait_until("serving", READY_TIMEOUT, |_| true).await;
+        }
+        ensemble
+    }
+
+    /// Member `i`'s `server.N=...` line for a `reconfig` (participant, its original client
+    /// port, or `client_port` when given).
+    pub fn member_line(&self, i: usize, client_port: Option<u16>) -> String {
+        let spec = self.nodes[i].spec();
+        let p = spec.ports();
+        format!(
+            "server.{}=127.0.0.1:{}:{}:participant;127.0.0.1:{}",
+            spec.id,
+            p.quorum,
+            p.election,
+            client_port.unwrap_or(p.client)
+        )
     }
 
     /// Number of members.

@@ -32,6 +32,8 @@ pub(crate) struct ProcessNode {
     jvm_flags: Vec<String>,
     /// Runs the Netty connection factory (a `secureClientPort`).
     netty: bool,
+    /// Runs the AdminServer (Jetty), which needs the servlet API beside the manifest's jars.
+    admin: bool,
     child: Mutex<Option<Child>>,
 }
 
@@ -59,10 +61,18 @@ fn java() -> String {
 const NETTY_CLASSPATH: &str = "/usr/share/java/netty-codec.jar:/usr/share/java/netty-resolver.jar:\
      /usr/share/java/netty-transport-native-unix-common.jar";
 
-fn classpath(netty: bool) -> String {
+/// What the AdminServer (Jetty) needs beyond `zookeeper.jar`'s manifest (Debian's
+/// `libservlet-api-java`): without it the server logs "Unable to load jetty" and serves no
+/// admin port.
+const ADMIN_CLASSPATH: &str = "/usr/share/java/servlet-api.jar";
+
+fn classpath(netty: bool, admin: bool) -> String {
     let mut cp = std::env::var("ZK_CLASSPATH").unwrap_or_else(|_| DEFAULT_CLASSPATH.to_owned());
     if netty {
         cp = format!("{cp}:{NETTY_CLASSPATH}");
+    }
+    if admin {
+        cp = format!("{cp}:{ADMIN_CLASSPATH}");
     }
     if let Some(missing) = cp.split(':').find(|jar| !Path::new(jar).exists()) {
         panic!(
@@ -94,6 +104,11 @@ impl ProcessNode {
             dir,
             jvm_flags: spec.settings.jvm_flags.clone(),
             netty: spec.settings.secure_client_port,
+            admin: spec
+                .settings
+                .config_lines
+                .iter()
+                .any(|l| l.replace(' ', "") == "admin.enableServer=true"),
             child: Mutex::new(None),
         };
         node.spawn();
@@ -115,7 +130,7 @@ impl ProcessNode {
                 self.dir.join("log4j.properties").display()
             ))
             .arg("-cp")
-            .arg(classpath(self.netty))
+            .arg(classpath(self.netty, self.admin))
             .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
             .arg(self.dir.join("zoo.cfg"))
             .current_dir(&self.dir)

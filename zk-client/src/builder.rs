@@ -97,6 +97,11 @@ pub struct ClientBuilder {
     /// gets its own).
     pub(crate) poison: Option<crate::session::poison::PoisonLedger>,
     pub(crate) resolver: Option<crate::resolve::Resolver>,
+    /// Ensemble tracking (`None`: off, the default).
+    pub(crate) tracking: Option<crate::tracking::EnsembleTracking>,
+    /// The hosts a `SessionManager`'s next session uses instead of the connect string's
+    /// (the chroot stays the connect string's).
+    pub(crate) shared_hosts: Option<std::sync::Arc<crate::tracking::SharedHosts>>,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<crate::tls::TlsOptions>,
     #[cfg(feature = "sasl")]
@@ -123,6 +128,8 @@ impl ClientBuilder {
             poison_quarantine: DEFAULT_POISON_QUARANTINE,
             poison: None,
             resolver: None,
+            tracking: None,
+            shared_hosts: None,
             #[cfg(feature = "tls")]
             tls: None,
             #[cfg(feature = "sasl")]
@@ -185,6 +192,26 @@ impl ClientBuilder {
             + 'static,
     {
         self.resolver = Some(crate::resolve::Resolver::new(resolve));
+        self
+    }
+
+    /// Follows the ensemble's membership (`/zookeeper/config`, ZooKeeper 3.5+) and replaces
+    /// the host list after each change, keeping the session and the chroot (off by
+    /// default). See [`EnsembleTracking`](crate::EnsembleTracking) for what is tracked and
+    /// what the user decides (the config's addresses, guarded, or a translation of them);
+    /// with a [`SessionManager`](crate::SessionManager), later sessions open on the list
+    /// last applied.
+    ///
+    /// ```no_run
+    /// # async fn f() -> zk_client::Result<()> {
+    /// let client = zk_client::Client::builder("10.0.0.1:2181/app")
+    ///     .track_ensemble(zk_client::EnsembleTracking::new())
+    ///     .connect()
+    ///     .await?;
+    /// # let _ = client; Ok(()) }
+    /// ```
+    pub fn track_ensemble(mut self, tracking: crate::tracking::EnsembleTracking) -> Self {
+        self.tracking = Some(tracking);
         self
     }
 

@@ -42,8 +42,14 @@ impl ClientBuilder {
 /// Spawns the connection task for `b` on the current runtime and waits until a server
 /// accepted the session and the builder's credentials.
 async fn connect(b: ClientBuilder) -> Result<Client> {
-    let (hosts, chroot) = parse_connect_string(&b.connect_string)?;
-    let mut hosts = HostList::new(hosts);
+    let (mut host_names, chroot) = parse_connect_string(&b.connect_string)?;
+    // A SessionManager's later sessions open on the list last set (CURATOR-551).
+    if let Some((_, Some(shared))) = b.shared_hosts.as_ref().map(|s| s.get()) {
+        if !shared.is_empty() {
+            host_names = shared;
+        }
+    }
+    let mut hosts = HostList::new(host_names.clone());
     if let Some(resolver) = &b.resolver {
         hosts = hosts.with_resolver(resolver.clone());
     }
@@ -84,6 +90,15 @@ async fn connect(b: ClientBuilder) -> Result<Client> {
     spawn_driver(TcpConnector, parts, span);
     let client = Client::new(tx, info_rx, transitions, chroot, b.watch_buffer);
     establish(&client, &b, tls_rx).await?;
+    if let Some(tracking) = &b.tracking {
+        crate::tracking::spawn(
+            &client,
+            tracking.clone(),
+            host_names,
+            b.shared_hosts.clone(),
+            b.resolver.clone().unwrap_or_default(),
+        );
+    }
     Ok(client)
 }
 

@@ -184,10 +184,12 @@
 //!
 //! # Ensemble changes and operator commands
 //!
-//! The client never rewrites its host list by itself. [`Client::config_watcher`] follows the
-//! ensemble's membership (`/zookeeper/config`, parsed as [`EnsembleConfig`]),
-//! [`Client::reconfig`] changes it, and [`Client::update_hosts`] replaces the hosts while
-//! keeping the session, moving just enough clients to even out the load (ZOOKEEPER-1355).
+//! The client rewrites its host list by itself only when asked to
+//! ([`ClientBuilder::track_ensemble`] with an [`EnsembleTracking`]). [`Client::config_watcher`]
+//! follows the ensemble's membership (`/zookeeper/config`, parsed as [`EnsembleConfig`]),
+//! [`Client::reconfig`] changes it, and [`Client::update_hosts`] (and
+//! [`SessionManager::update_hosts`]) replaces the hosts while keeping the session, moving
+//! just enough clients to even out the load (ZOOKEEPER-1355).
 //! [`admin`] sends the four-letter words (`srvr`, `mntr`, `cons`, ...) and parses the
 //! answers. See `docs/ensemble.md` and `docs/operator-commands.md` in the repository.
 //!
@@ -231,6 +233,7 @@ mod state_watcher;
 #[cfg(feature = "tls")]
 mod tls;
 mod trace;
+mod tracking;
 mod watcher;
 
 pub use builder::{
@@ -255,6 +258,7 @@ pub use state::SessionState;
 pub use state_watcher::{Observable, Publisher, StateWatcher, Transitions, HISTORY};
 #[cfg(feature = "tls")]
 pub use tls::TlsOptions;
+pub use tracking::{EnsembleTracking, TrackOutcome, TrackedHosts};
 pub use watcher::{PersistentWatcher, Watcher};
 pub use zk_proto::records::{ClientInfo, CreateMode};
 pub use zk_proto::{Acl, ErrorCode, Id, OpCode, Perms, Stat};

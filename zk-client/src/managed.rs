@@ -6,6 +6,7 @@
 //! backoff) and publishes it with the next generation number. The new client shares nothing
 //! with the old one: no request, watch or ephemeral node of the old session is ever re-sent.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,6 +18,7 @@ use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::state::SessionState;
 use crate::state_watcher::{Observable, Publisher, Transitions};
+use crate::tracking::SharedHosts;
 
 /// Default first pause before connecting again after an expiry.
 pub const DEFAULT_RENEW_BACKOFF: Duration = Duration::from_millis(100);
@@ -164,6 +166,8 @@ pub struct SessionManager {
 struct Inner {
     published: Arc<Publisher<Generation>>,
     stop: CancellationToken,
+    /// The host list of the current and later sessions, once changed.
+    hosts: Arc<SharedHosts>,
 }
 
 impl Drop for Inner {
@@ -240,6 +244,10 @@ impl SessionManagerBuilder {
         // Every generation shares one poison ledger: a request the server drops the
         // connection on stays refused in the next session.
         builder.poison = Some(builder.poison_ledger());
+        // Every generation opens on the host list last set (by `update_hosts` or by
+        // tracking), not the connect string's (CURATOR-551); the chroot stays.
+        let hosts = Arc::new(SharedHosts::default());
+        builder.shared_hosts = Some(hosts.clone());
         let client = builder.clone().connect().await?;
         let first_gen = Generation {
             number: 1,
@@ -265,7 +273,11 @@ impl SessionManagerBuilder {
             stop.clone(),
         ));
         Ok(SessionManager {
-            inner: Arc::new(Inner { published, stop }),
+            inner: Arc::new(Inner {
+                published,
+                stop,
+                hosts,
+            }),
         })
     }
 }
@@ -367,6 +379,59 @@ impl SessionManager {
         self.inner.published.subscribe()
     }
 
+    /// Replaces the servers of the current session and of every later one:
+    /// [`Client::update_hosts`] on the current client (the session stays; ZOOKEEPER-1355's
+    /// rebalancing decides whether it moves), and each session the manager opens after an
+    /// expiry connects to this list, with the chroot of the builder's connect string.
+    /// `hosts` is a connect string without chroot.
+    ///
+    /// Resolves to whether the current session leaves its server (false when there is no
+    /// live session: the next one opens on the new list).
+    ///
+    /// ```no_run
+    /// # async fn f(manager: zk_client::SessionManager) -> zk_client::Result<()> {
+    /// let config = manager.client().config_watcher().next().await?;
+    /// manager.update_hosts(&config.connect_string()).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `InvalidArgument` for a string with no host, a bad port, or a chroot (nothing
+    /// changes); the reason the manager ended, once it did.
+    ///
+    /// # Cancel safety
+    ///
+    /// The list for later sessions is set, and the current client's update handed to its
+    /// connection task, when this is called; dropping the future only drops the answer.
+    pub fn update_hosts(&self, hosts: &str) -> impl Future<Output = Result<bool>> + Send + 'static {
+        let checked = crate::hosts::parse_connect_string(hosts).and_then(|(list, chroot)| {
+            if chroot.as_str().is_empty() {
+                Ok(list)
+            } else {
+                Err(Error::InvalidArgument(
+                    "update_hosts takes hosts only: the chroot cannot change",
+                ))
+            }
+        });
+        let current = self.current();
+        let update = checked.map(|list| {
+            self.inner.hosts.set(list);
+            current.client.update_hosts(hosts)
+        });
+        async move {
+            if let Some(why) = current.ended {
+                return Err(why);
+            }
+            match update?.await {
+                Ok(moving) => Ok(moving),
+                // The session expired meanwhile: the next one opens on the new list.
+                Err(Error::SessionExpired) => Ok(false),
+                Err(e) => Err(e),
+            }
+        }
+    }
+
     /// Stops renewing and closes the current client.
     ///
     /// # Errors
@@ -420,6 +485,8 @@ async fn supervise(
                 "session expired; opening a new one"
             );
         }
+        let hosts = builder.shared_hosts.clone().unwrap_or_default();
+        let (before, _) = hosts.get();
         let client = tokio::select! {
             _ = stop.cancelled() => break Error::Closed,
             renewed = renew(&builder, backoff, pause) => match renewed {
@@ -427,6 +494,12 @@ async fn supervise(
                 Err(e) => break e,
             },
         };
+        // The list changed while the new session was being opened: it follows too.
+        if let (after, Some(list)) = hosts.get() {
+            if after != before {
+                let _ = client.update_hosts(&list.join(",")).await;
+            }
+        }
         born = tokio::time::Instant::now();
         current = Generation {
             number: current.number + 1,

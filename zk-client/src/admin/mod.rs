@@ -17,7 +17,9 @@
 //! | [`isro`](Server::isro) | `isro` | read-only or read-write |
 //!
 //! Servers answer only the words in their `4lw.commands.whitelist` (3.5+: `srvr` only by
-//! default); any other word gets [`AdminError::NotAllowed`]. A member without quorum answers
+//! default); any other word gets [`AdminError::NotAllowed`]. With the feature `admin-http`,
+//! `AdminServer` sends the same commands to the server's AdminServer (HTTP, JSON), which
+//! needs no whitelist. A member without quorum answers
 //! most words with "not currently serving requests": [`AdminError::NotServing`].
 //!
 //! ```no_run
@@ -33,6 +35,8 @@
 //! # Ok(()) }
 //! ```
 
+#[cfg(feature = "admin-http")]
+mod http;
 mod lists;
 mod mntr;
 mod stats;
@@ -44,6 +48,9 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+#[cfg(feature = "admin-http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "admin-http")))]
+pub use http::AdminServer;
 pub use lists::{Connection, Environment, ServerConf, SessionWatches, WatchSummary};
 pub use mntr::Monitor;
 pub use stats::{Mode, ServerStats};

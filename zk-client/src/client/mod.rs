@@ -57,6 +57,23 @@ pub struct Client {
     chroot: Chroot,
 }
 
+/// A [`Client`] that does not count as a handle: see [`Client::downgrade`].
+#[derive(Clone)]
+pub(crate) struct WeakClient {
+    inner: std::sync::Weak<Inner>,
+    chroot: Chroot,
+}
+
+impl WeakClient {
+    /// The client, while a handle of it is left.
+    pub(crate) fn upgrade(&self) -> Option<Client> {
+        Some(Client {
+            inner: self.inner.upgrade()?,
+            chroot: self.chroot.clone(),
+        })
+    }
+}
+
 struct Inner {
     tx: mpsc::UnboundedSender<Command>,
     info: watch::Receiver<SessionInfo>,
@@ -203,6 +220,15 @@ impl Client {
 
     pub(crate) fn watch_buffer(&self) -> usize {
         self.inner.watch_buffer
+    }
+
+    /// A handle that does not keep the session open (background followers hold one, so that
+    /// dropping the user's last handle still closes the session).
+    pub(crate) fn downgrade(&self) -> WeakClient {
+        WeakClient {
+            inner: Arc::downgrade(&self.inner),
+            chroot: self.chroot.clone(),
+        }
     }
 
     pub(crate) fn commands(&self) -> &mpsc::UnboundedSender<Command> {

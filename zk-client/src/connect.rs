@@ -49,6 +49,8 @@ async fn connect(b: ClientBuilder) -> Result<Client> {
     }
     let mut session = Session::new(session_config(&b, hosts.len()), now());
     session.share_poison(b.poison_ledger());
+    let profile = crate::profile::ProfileCell::new(b.server);
+    session.share_profile(profile.clone());
     if let Some((id, password)) = &b.resume {
         session.resume(*id, password.clone());
     }
@@ -82,8 +84,14 @@ async fn connect(b: ClientBuilder) -> Result<Client> {
     }
     #[cfg(not(feature = "tls"))]
     spawn_driver(TcpConnector, parts, span);
-    let client = Client::new(tx, info_rx, transitions, chroot, b.watch_buffer);
+    let client = Client::new(tx, info_rx, transitions, chroot, b.watch_buffer, profile);
     establish(&client, &b, tls_rx).await?;
+    if b.detect_server {
+        if let Some(profile) = client.detect_keeper().await {
+            tracing::debug!(?profile, "ClickHouse Keeper detected");
+            client.set_server_profile(profile);
+        }
+    }
     Ok(client)
 }
 

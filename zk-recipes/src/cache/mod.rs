@@ -82,6 +82,7 @@ mod builder;
 mod events;
 mod handle;
 mod node;
+mod one_shot;
 mod options;
 mod order;
 mod reads;

@@ -157,7 +157,10 @@ impl ClientBuilder {
     /// `/keeper/api_version` (outside the chroot). ZooKeeper answers `NoNode` and the
     /// profile of [`server`](Self::server) stays; Keeper answers with its API version, and
     /// the client reads `/keeper/feature_flags` too and takes
-    /// [`ServerProfile::from_keeper_nodes`](crate::ServerProfile::from_keeper_nodes).
+    /// [`ServerProfile::from_keeper_nodes`](crate::ServerProfile::from_keeper_nodes) (plus
+    /// the features of the builder's profile when that is a Keeper one: set
+    /// `ServerProfile::keeper().with(...)` for what a newer Keeper has that its flags this
+    /// client cannot read yet).
     /// Costs one or two reads at connect; off by default. A read that fails otherwise
     /// (`NoAuth`, a lost connection) keeps the builder's profile.
     pub fn detect_server(mut self, detect: bool) -> Self {

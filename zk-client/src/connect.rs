@@ -87,7 +87,8 @@ async fn connect(b: ClientBuilder) -> Result<Client> {
     let client = Client::new(tx, info_rx, transitions, chroot, b.watch_buffer, profile);
     establish(&client, &b, tls_rx).await?;
     if b.detect_server {
-        if let Some(profile) = client.detect_keeper().await {
+        if let Some(detected) = client.detect_keeper().await {
+            let profile = detected.detected_over(b.server);
             tracing::debug!(?profile, "ClickHouse Keeper detected");
             client.set_server_profile(profile);
         }

@@ -55,8 +55,8 @@ pub enum Feature {
 }
 
 impl Feature {
-    /// Every feature, in declaration order.
-    pub const ALL: [Feature; 10] = [
+    /// Every feature, in declaration order (more may be added).
+    pub const ALL: &'static [Feature] = &[
         Feature::Create2,
         Feature::Container,
         Feature::Ttl,
@@ -142,7 +142,8 @@ pub struct ServerProfile {
 impl fmt::Debug for ServerProfile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let features: Vec<Feature> = Feature::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .filter(|x| self.supports(*x))
             .collect();
         f.debug_struct("ServerProfile")
@@ -236,6 +237,21 @@ impl ServerProfile {
         p
     }
 
+    /// What detection makes of this (detected Keeper) profile given the builder's: a
+    /// Keeper profile the user set keeps its features (flags this client cannot read yet,
+    /// such as `create2` on a 2026 Keeper) and gains the detected ones; any other is
+    /// replaced.
+    pub(crate) fn detected_over(self, configured: ServerProfile) -> ServerProfile {
+        if configured.flavour == Flavour::Keeper {
+            ServerProfile {
+                flavour: Flavour::Keeper,
+                features: self.features | configured.features,
+            }
+        } else {
+            self
+        }
+    }
+
     /// The server's flavour.
     pub fn flavour(&self) -> Flavour {
         self.flavour
@@ -325,7 +341,7 @@ mod tests {
         assert!(v35.supports_op(OpCode::GetData));
         assert!(!ServerProfile::keeper().supports_op(OpCode::Create2));
         assert!(ServerProfile::keeper().supports_op(OpCode::Create));
-        for f in Feature::ALL {
+        for &f in Feature::ALL {
             assert!(!v35.without(f).supports(f));
             assert!(ServerProfile::keeper().with(f).supports(f));
         }
@@ -349,6 +365,17 @@ mod tests {
         // Garbage stays on the safe side.
         let p = ServerProfile::from_keeper_nodes(b"\xff", Some(&[]));
         assert!(Feature::ALL.iter().all(|f| !p.supports(*f)));
+    }
+
+    #[test]
+    fn detection_keeps_what_the_user_said_of_a_keeper_and_replaces_the_rest() {
+        let detected = ServerProfile::from_keeper_nodes(b"2", None);
+        let user = ServerProfile::keeper().with(Feature::Create2);
+        let merged = detected.detected_over(user);
+        assert!(merged.supports(Feature::Create2) && merged.supports(Feature::MultiRead));
+        assert_eq!(merged.flavour(), Flavour::Keeper);
+        let replaced = detected.detected_over(ServerProfile::default());
+        assert_eq!(replaced, detected);
     }
 
     #[test]

@@ -475,6 +475,7 @@ async fn an_unimplemented_answer_narrows_the_profile_and_the_session_survives() 
         .await
         .unwrap();
     let session = client.session_id();
+    let epoch = client.connection_epoch();
     assert!(client.server_profile().supports(Feature::AddWatch));
     let first = client
         .add_watch("/app", AddWatchMode::PersistentRecursive)
@@ -485,7 +486,16 @@ async fn an_unimplemented_answer_narrows_the_profile_and_the_session_survives() 
     );
     assert!(!client.server_profile().supports(Feature::AddWatch));
     assert_eq!(env.proxy.stats().unsupported_requests, 1);
-    // ZooKeeper closed the connection after its answer: the session resumes.
+    // ZooKeeper closed the connection after its answer: the client reconnects and the
+    // session resumes.
+    let end = Instant::now() + LIMIT;
+    while client.connection_epoch() == epoch {
+        assert!(
+            Instant::now() < end,
+            "the server did not close the connection"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     client.wait_connected(LIMIT).await.unwrap();
     client.exists("/app").await.unwrap();
     assert_eq!(client.session_id(), session);

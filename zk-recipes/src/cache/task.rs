@@ -1,7 +1,8 @@
 //! The cache's task: sets the watch, loads, follows events, resyncs after faults.
 //!
 //! Per session: wait until connected, `addWatch` (recursive, or plain for a one-node
-//! cache), then a *pass*: a walk of the tree (getData of every node, getChildren of every
+//! cache; on a server without it, one-shot watches left by the reads, `one_shot.rs`), then a
+//! *pass*: a walk of the tree (getData of every node, getChildren of every
 //! node that has children, pipelined) that applies what it reads to the snapshot and, once
 //! complete, removes every cached node it did not see. A pass runs first, again after every
 //! reconnect of the same session (persistent watches are re-armed by the client, but the

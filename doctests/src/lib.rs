@@ -47,3 +47,8 @@ pub struct OperatorCommands;
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/framework.md")]
 pub struct Framework;
+
+/// `docs/servers.md`.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/servers.md")]
+pub struct Servers;

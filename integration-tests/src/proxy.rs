@@ -41,9 +41,12 @@ use crate::ZkTarget;
 use create_scan::is_create;
 pub use drop_rule::DropRule;
 use drop_rule::Dropper;
+use flavour::{Action, Emulator};
+pub use flavour::{Emulation, Refusal, UNKNOWN_OPCODE};
 
 mod create_scan;
 mod drop_rule;
+mod flavour;
 
 /// What the proxy does with traffic from now on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +90,9 @@ pub struct Stats {
     pub requests_dropped: u64,
     /// Connections whose `ConnectRequest` asked for a new session (session id 0).
     pub new_sessions: u64,
+    /// Requests the emulated server flavour does not support that reached the proxy (see
+    /// [`Proxy::emulate`]): a client that knows the server sends none.
+    pub unsupported_requests: u64,
 }
 
 #[derive(Debug)]
@@ -111,6 +117,7 @@ struct Shared {
     armed_total: AtomicU64,
     dropped: watch::Sender<u64>,
     dropper: Dropper,
+    emulator: Emulator,
     cancel: CancellationToken,
 }
 
@@ -142,6 +149,7 @@ impl Proxy {
             armed_total: AtomicU64::new(0),
             dropped: watch::channel(0).0,
             dropper: Dropper::default(),
+            emulator: Emulator::default(),
             cancel: CancellationToken::new(),
         });
         tokio::spawn(accept_loop(Arc::clone(&shared), listener, addr));
@@ -208,6 +216,18 @@ impl Proxy {
             .store(refuse, Ordering::SeqCst);
     }
 
+    /// From now on, emulates another server flavour in front of the real one (`None`: the
+    /// real server as it is): requests it does not support are refused its way (ZooKeeper:
+    /// `UNIMPLEMENTED` then the connection closed; Keeper: the connection closed) and
+    /// counted in [`Stats::unsupported_requests`]; Keeper never resumes a session and shows
+    /// its `/keeper` nodes (read from under [`Emulation::keeper_root`] on the real server,
+    /// which the test creates). Each flavour's sources are in [`Emulation`]'s docs.
+    pub fn emulate(&self, emulation: Option<Emulation>) {
+        let no_resume = emulation.as_ref().is_some_and(|e| e.no_resume);
+        self.shared.emulator.set(emulation);
+        self.refuse_resume(no_resume);
+    }
+
     /// Waits up to `limit` until every armed [`drop_next_create_reply`](Self::drop_next_create_reply)
     /// has fired; returns whether they did.
     pub async fn wait_create_reply_dropped(&self, limit: Duration) -> bool {
@@ -237,6 +257,7 @@ impl Proxy {
             create_replies_dropped: *s.dropped.borrow(),
             requests_dropped: s.dropper.dropped.load(Ordering::SeqCst),
             new_sessions: s.dropper.new_sessions.load(Ordering::SeqCst),
+            unsupported_requests: s.emulator.refused.load(Ordering::SeqCst),
         }
     }
 }
@@ -455,6 +476,17 @@ async fn writer(
         let is_handshake = std::mem::replace(&mut first, false);
         let packet = if dir == Dir::ToServer && is_handshake {
             shared.dropper.note_connect(packet)
+        } else {
+            packet
+        };
+        let packet = if dir == Dir::ToServer && !is_handshake {
+            match shared.emulator.handle(packet) {
+                Action::Forward(p) => p,
+                Action::Close => {
+                    ctl.cancel.cancel();
+                    break true;
+                }
+            }
         } else {
             packet
         };

@@ -102,6 +102,8 @@ pub struct ClientBuilder {
     /// The hosts a `SessionManager`'s next session uses instead of the connect string's
     /// (the chroot stays the connect string's).
     pub(crate) shared_hosts: Option<std::sync::Arc<crate::tracking::SharedHosts>>,
+    pub(crate) server: crate::ServerProfile,
+    pub(crate) detect_server: bool,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<crate::tls::TlsOptions>,
     #[cfg(feature = "sasl")]
@@ -130,11 +132,49 @@ impl ClientBuilder {
             resolver: None,
             tracking: None,
             shared_hosts: None,
+            server: crate::ServerProfile::default(),
+            detect_server: false,
             #[cfg(feature = "tls")]
             tls: None,
             #[cfg(feature = "sasl")]
             sasl: None,
         }
+    }
+
+    /// What the server supports (default: [`ServerProfile::zookeeper`](crate::ServerProfile::zookeeper)`(3, 8)`,
+    /// every feature). Calls needing a feature the profile lacks fail with
+    /// [`Error::Unimplemented`](crate::Error::Unimplemented) without being sent, and
+    /// [`Client::create`] uses a plain `create` when `create2` is missing. Set it for a
+    /// ZooKeeper older than 3.7 or for ClickHouse Keeper, or use
+    /// [`detect_server`](Self::detect_server). See `docs/servers.md`.
+    ///
+    /// ```no_run
+    /// # async fn f() -> zk_client::Result<()> {
+    /// use zk_client::{Feature, ServerProfile};
+    /// let client = zk_client::Client::builder("127.0.0.1:2181")
+    ///     .server(ServerProfile::keeper().with(Feature::Create2))
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn server(mut self, profile: crate::ServerProfile) -> Self {
+        self.server = profile;
+        self
+    }
+
+    /// Detects ClickHouse Keeper when connecting: once the session is established, reads
+    /// `/keeper/api_version` (outside the chroot). ZooKeeper answers `NoNode` and the
+    /// profile of [`server`](Self::server) stays; Keeper answers with its API version, and
+    /// the client reads `/keeper/feature_flags` too and takes
+    /// [`ServerProfile::from_keeper_nodes`](crate::ServerProfile::from_keeper_nodes) (plus
+    /// the features of the builder's profile when that is a Keeper one: set
+    /// `ServerProfile::keeper().with(...)` for what a newer Keeper has that its flags this
+    /// client cannot read yet).
+    /// Costs one or two reads at connect; off by default. A read that fails otherwise
+    /// (`NoAuth`, a lost connection) keeps the builder's profile.
+    pub fn detect_server(mut self, detect: bool) -> Self {
+        self.detect_server = detect;
+        self
     }
 
     /// The session timeout to ask for (default [`DEFAULT_SESSION_TIMEOUT`], 10 s). The

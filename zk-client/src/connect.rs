@@ -55,6 +55,8 @@ async fn connect(b: ClientBuilder) -> Result<Client> {
     }
     let mut session = Session::new(session_config(&b, hosts.len()), now());
     session.share_poison(b.poison_ledger());
+    let profile = crate::profile::ProfileCell::new(b.server);
+    session.share_profile(profile.clone());
     if let Some((id, password)) = &b.resume {
         session.resume(*id, password.clone());
     }
@@ -88,8 +90,15 @@ async fn connect(b: ClientBuilder) -> Result<Client> {
     }
     #[cfg(not(feature = "tls"))]
     spawn_driver(TcpConnector, parts, span);
-    let client = Client::new(tx, info_rx, transitions, chroot, b.watch_buffer);
+    let client = Client::new(tx, info_rx, transitions, chroot, b.watch_buffer, profile);
     establish(&client, &b, tls_rx).await?;
+    if b.detect_server {
+        if let Some(detected) = client.detect_keeper().await {
+            let profile = detected.detected_over(b.server);
+            tracing::debug!(?profile, "ClickHouse Keeper detected");
+            client.set_server_profile(profile);
+        }
+    }
     if let Some(tracking) = &b.tracking {
         crate::tracking::spawn(
             &client,

@@ -124,6 +124,16 @@ pub enum Error {
         /// The error of that op.
         code: ErrorCode,
     },
+    /// The server does not implement `0` (see [`ServerProfile`](crate::ServerProfile)).
+    ///
+    /// Either the client's profile of the server lacks the feature, and the call failed
+    /// locally (nothing was sent: ClickHouse Keeper would have closed the connection and
+    /// ended the session, ZooKeeper would have closed the connection), or the server answered
+    /// `UNIMPLEMENTED` (for example a TTL node on a ZooKeeper without
+    /// `zookeeper.extendedTypesEnabled`), after which the client's profile lacks it and later
+    /// calls fail locally. Not retryable: the session is unaffected.
+    #[error("the server does not implement {0}")]
+    Unimplemented(crate::Feature),
     /// Any other error code the server answered with.
     #[error("server error {0:?}")]
     Server(ErrorCode),
@@ -208,6 +218,7 @@ impl Error {
             Error::SessionExpired => ErrorCode::SessionExpired,
             Error::AuthFailed => ErrorCode::AuthFailed,
             Error::Multi { code, .. } => *code,
+            Error::Unimplemented(_) => ErrorCode::Unimplemented,
             Error::Server(code) => *code,
             _ => return None,
         })

@@ -226,6 +226,7 @@ mod kerberos;
 mod managed;
 mod metrics;
 mod path;
+mod profile;
 mod resolve;
 mod session;
 mod state;
@@ -254,6 +255,7 @@ pub use managed::{
     DEFAULT_RENEW_BACKOFF, DEFAULT_RENEW_BACKOFF_MAX, DEFAULT_RENEW_PACE_FIRST,
     DEFAULT_RENEW_PACE_MAX, DEFAULT_RENEW_STABLE_AFTER,
 };
+pub use profile::{Feature, Flavour, ServerProfile};
 pub use state::SessionState;
 pub use state_watcher::{Observable, Publisher, StateWatcher, Transitions, HISTORY};
 #[cfg(feature = "tls")]

@@ -7,8 +7,10 @@
 //!   string), [`connect`], [`managed`] and waits on a session's state.
 //! * [`tree`]: listings, counters and watch counts read back from the server.
 //! * [`recipes`]: helpers of the lock, semaphore and leader tests.
+//! * [`cache`]: a cache's view checked against the server's tree and by replaying its events.
 //! * [`java`] and [`interop`]: Curator (and kazoo) peers run as real processes.
 
+pub mod cache;
 pub mod interop;
 pub mod java;
 pub mod limits;

@@ -7,6 +7,7 @@ mod api;
 mod compression;
 mod dns;
 mod failover;
+mod flavours;
 mod limits;
 mod metrics;
 mod multi;

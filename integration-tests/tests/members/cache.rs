@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::cache_common::{
+use integration_tests::kit::cache::{
     cache_tree, diff, replay, server_tree, snapshot_tree, wait_marker, wait_state, Recorder, Tree,
 };
 use integration_tests::prelude::*;

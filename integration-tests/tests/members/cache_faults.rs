@@ -10,8 +10,8 @@
 
 use std::time::Duration;
 
-use crate::cache_common::curator::JavaCache;
-use crate::cache_common::{
+use integration_tests::kit::cache::curator::JavaCache;
+use integration_tests::kit::cache::{
     cache_tree, diff, replay, server_tree, wait_marker, Recorder, Replay, Tree,
 };
 use integration_tests::prelude::*;

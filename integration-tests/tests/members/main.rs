@@ -5,7 +5,6 @@
 
 mod barrier;
 mod cache;
-mod cache_common;
 mod cache_faults;
 mod discovery;
 mod group;

@@ -141,7 +141,7 @@ impl Client {
     ///
     /// # Errors
     ///
-    /// `InvalidPath`, `Server(Unimplemented)` on servers before 3.6, plus the session errors.
+    /// `InvalidPath`, `Unimplemented` on servers before 3.6 (refused locally when the [`ServerProfile`](crate::ServerProfile) says so), plus the session errors.
     pub fn get_ephemerals(
         &self,
         prefix: &str,

@@ -13,6 +13,7 @@ mod config;
 mod multi;
 mod node;
 mod options;
+mod stamped_watch;
 mod tree;
 mod watches;
 
@@ -29,12 +30,13 @@ use zk_proto::records::{
     AuthPacket, ClientInfo, GetDataRequest, GetDataResponse, SyncRequest, WhoAmIResponse,
     CONFIG_NODE,
 };
-use zk_proto::{decode_prefix, OpCode, Record, Stat};
+use zk_proto::{decode_prefix, ErrorCode, OpCode, Record, Stat};
 
 use crate::command::{Answer, Command, Request, WatchAction};
 use crate::error::{Error, Result};
 use crate::event::Arrival;
 use crate::path::Chroot;
+use crate::profile::{Feature, ProfileCell, ServerProfile};
 use crate::state::{SessionInfo, SessionState};
 use crate::state_watcher::StateWatcher;
 
@@ -81,6 +83,8 @@ struct Inner {
     transitions: broadcast::Receiver<SessionState>,
     /// Capacity of each persistent watcher's event queue.
     watch_buffer: usize,
+    /// What the server supports, as far as the client knows.
+    profile: ProfileCell,
 }
 
 impl fmt::Debug for Client {
@@ -101,13 +105,24 @@ pub(crate) struct Pending {
     /// The handle's shared state, for the session state when the task is gone (one `Arc`
     /// count, cheaper than a `watch::Receiver` of its own per request).
     session: Arc<Inner>,
+    /// The feature the request needs: an `UNIMPLEMENTED` answer removes it from the profile
+    /// and becomes [`Error::Unimplemented`].
+    feature: Option<Feature>,
 }
 
 impl Pending {
     /// The reply with its [`Arrival`].
     fn poll_answer(&mut self, cx: &mut Context<'_>) -> Poll<Answer> {
         match Pin::new(&mut self.rx).poll(cx) {
-            Poll::Ready(Ok(answer)) => Poll::Ready(answer),
+            Poll::Ready(Ok((arrival, result))) => {
+                if let (Some(feature), Err(Error::Server(ErrorCode::Unimplemented))) =
+                    (self.feature, &result)
+                {
+                    self.session.profile.forget(feature);
+                    return Poll::Ready((arrival, Err(Error::Unimplemented(feature))));
+                }
+                Poll::Ready((arrival, result))
+            }
             Poll::Ready(Err(_)) => {
                 let state = self.session.info.borrow().state;
                 let err = state.terminal_error().unwrap_or(Error::Closed);
@@ -131,6 +146,11 @@ impl Future for Pending {
     }
 }
 
+/// ClickHouse Keeper's API version node (absent on ZooKeeper).
+const KEEPER_API_VERSION: &str = "/keeper/api_version";
+/// ClickHouse Keeper's feature flags node (a bit set; absent on older Keepers).
+const KEEPER_FEATURE_FLAGS: &str = "/keeper/feature_flags";
+
 /// Room reserved for an encoded request body: enough for nearly every request (a create's
 /// path, ACL and small data, a lock node's getData or delete) to be encoded without growing
 /// the buffer (each growth is a `realloc` and a copy); the same cost to allocate as less.
@@ -151,6 +171,7 @@ impl Client {
         transitions: broadcast::Receiver<SessionState>,
         chroot: Chroot,
         watch_buffer: usize,
+        profile: ProfileCell,
     ) -> Client {
         Client {
             inner: Arc::new(Inner {
@@ -158,6 +179,7 @@ impl Client {
                 info,
                 transitions,
                 watch_buffer,
+                profile,
             }),
             chroot,
         }
@@ -170,6 +192,18 @@ impl Client {
         body: BytesMut,
         watch: Option<WatchAction>,
     ) -> Pending {
+        let feature = Feature::of(op);
+        if let Some(missing) = feature.filter(|f| !self.inner.profile.get().supports(*f)) {
+            // Never sent: a server without it may close the connection (and Keeper the
+            // session). The watch registration, if any, is dropped unused.
+            let (tx, rx) = oneshot::channel();
+            let _ = tx.send((Arrival::default(), Err(Error::Unimplemented(missing))));
+            return Pending {
+                rx,
+                session: self.inner.clone(),
+                feature: None,
+            };
+        }
         let (request, rx) = Request::new(op, body, watch);
         // If the task is gone the request is dropped with its reply sender and `Pending`
         // resolves to the terminal error.
@@ -177,7 +211,30 @@ impl Client {
         Pending {
             rx,
             session: self.inner.clone(),
+            feature,
         }
+    }
+
+    /// What the client knows the server supports: the builder's profile (or the detected
+    /// one, see [`ClientBuilder::detect_server`](crate::ClientBuilder::detect_server)),
+    /// minus every feature the server answered `UNIMPLEMENTED` to since. Calls that need a
+    /// feature it lacks fail with [`Error::Unimplemented`] without being sent.
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) {
+    /// use zk_client::Feature;
+    /// if !client.server_profile().supports(Feature::AddWatch) {
+    ///     // follow the tree with one-shot watches instead
+    /// }
+    /// # }
+    /// ```
+    pub fn server_profile(&self) -> ServerProfile {
+        self.inner.profile.get()
+    }
+
+    /// Replaces the profile (detection at connect).
+    pub(crate) fn set_server_profile(&self, profile: ServerProfile) {
+        self.inner.profile.set(profile);
     }
 
     /// Validates a client path and adds the chroot.
@@ -359,7 +416,7 @@ impl Client {
     ///
     /// # Errors
     ///
-    /// `Server(Unimplemented)` on servers before 3.7, plus the session errors.
+    /// `Unimplemented` on servers before 3.7 (refused locally when the [`ServerProfile`](crate::ServerProfile) says so), plus the session errors.
     pub fn whoami(&self) -> impl Future<Output = Result<Vec<ClientInfo>>> + Send + 'static {
         let reply = self.request(OpCode::WhoAmI, BytesMut::new(), None);
         async move {
@@ -392,6 +449,30 @@ impl Client {
             let resp: GetDataResponse = decode_prefix(reply.await?)?;
             Ok((resp.data, resp.stat))
         }
+    }
+
+    /// Reads Keeper's feature nodes (outside the chroot): the Keeper profile they describe,
+    /// or `None` when `/keeper/api_version` is missing (ZooKeeper) or cannot be read.
+    pub(crate) async fn detect_keeper(&self) -> Option<ServerProfile> {
+        let read = |path: &str| {
+            let body = encode(&GetDataRequest {
+                path: path.to_owned(),
+                watch: false,
+            });
+            self.request(OpCode::GetData, body, None)
+        };
+        // Both sent at once: one round trip.
+        let api = read(KEEPER_API_VERSION);
+        let flags = read(KEEPER_FEATURE_FLAGS);
+        let api: GetDataResponse = decode_prefix(api.await.ok()?).ok()?;
+        let flags = match flags.await {
+            Ok(body) => Some(decode_prefix::<GetDataResponse>(body).ok()?.data),
+            Err(_) => None,
+        };
+        Some(ServerProfile::from_keeper_nodes(
+            &api.data,
+            flags.as_deref(),
+        ))
     }
 
     /// Waits until the server this client is connected to has caught up with the leader

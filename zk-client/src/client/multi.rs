@@ -13,6 +13,7 @@ use super::node::create_op;
 use super::{Client, CreateOptions};
 use crate::error::{Error, Result};
 use crate::path::Chroot;
+use crate::profile::Feature;
 
 /// One operation of a transaction. See [`Client::multi`].
 ///
@@ -54,7 +55,8 @@ enum OpKind {
 }
 
 impl Op {
-    /// Create a node (as [`Client::create`]).
+    /// Create a node (as [`Client::create`]; sent as a plain `create` unless it is a
+    /// container or TTL node: the Java client's rule, `create2` only when a stat is needed).
     pub fn create(path: &str, data: &[u8], options: &CreateOptions) -> Op {
         Op {
             kind: OpKind::Create {
@@ -133,8 +135,9 @@ pub enum OpResult {
     Create {
         /// The created path.
         path: String,
-        /// The new node's stat, when the server sent it (a 3.8 server answers a `create2`
-        /// inside a multi with a plain `create` result, without stat).
+        /// The new node's stat, when the server sent it (plain creates, which
+        /// [`Op::create`] sends, are answered without; a 3.8 server answers any create
+        /// inside a multi without).
         stat: Option<Stat>,
     },
     /// The node was deleted.
@@ -273,7 +276,8 @@ impl Client {
     ///
     /// `Error::Multi { index, code }` when op `index` failed with `code` (nothing was
     /// applied); `InvalidPath`/`InvalidAcl`/`InvalidArgument` for an op rejected before
-    /// sending; `UnexpectedReply` when the reply has another number of results than `ops`;
+    /// sending; `Unimplemented` for a container or TTL create the server does not have
+    /// (nothing sent); `UnexpectedReply` when the reply has another number of results than `ops`;
     /// plus the session errors.
     pub fn multi(
         &self,
@@ -281,9 +285,19 @@ impl Client {
     ) -> impl Future<Output = Result<Vec<OpResult>>> + Send + 'static {
         let chroot = self.root().clone();
         let expected = ops.len();
+        let profile = self.server_profile();
         let reply = ops
             .iter()
-            .map(|op| op.to_multi_op(&chroot))
+            .map(|op| {
+                let op = op.to_multi_op(&chroot)?;
+                // A container or TTL create inside the multi needs the feature too.
+                match Feature::of(op.op_code()) {
+                    Some(feature) if !profile.supports(feature) => {
+                        Err(Error::Unimplemented(feature))
+                    }
+                    _ => Ok(op),
+                }
+            })
             .collect::<Result<Vec<_>>>()
             .map(|ops| {
                 let mut body = BytesMut::new();

@@ -5,8 +5,8 @@ use std::future::Future;
 use bytes::Bytes;
 use tokio::sync::oneshot;
 use zk_proto::records::{
-    Create2Response, CreateMode, CreateRequest, CreateTtlRequest, ExistsRequest, ExistsResponse,
-    GetDataRequest, GetDataResponse, MultiOp, SetDataResponse,
+    Create2Response, CreateMode, CreateRequest, CreateResponse, CreateTtlRequest, ExistsRequest,
+    ExistsResponse, GetDataRequest, GetDataResponse, MultiOp, SetDataResponse,
 };
 use zk_proto::{decode_prefix, OpCode, Stat};
 
@@ -15,12 +15,15 @@ use crate::command::{WatchAction, WatchKind, WatchSender};
 use crate::error::{Error, Result};
 use crate::event::{Arrival, Stamped};
 use crate::path::Chroot;
+use crate::profile::Feature;
 use crate::watcher::Watcher;
 
 /// How many times `create_all` re-creates the parents when they vanish under it.
 const CREATE_ALL_TRIES: usize = 3;
 
-/// Builds the request for a create: `create2`, `createContainer` or `createTTL`.
+/// Builds the request for a create inside a `multi`: a plain `create` (no stat is returned
+/// inside a multi by a 3.8 server anyway: apache/zookeeper PR #2230's rule, `create2` only
+/// when a stat is needed), `createContainer` or `createTTL`.
 pub(crate) fn create_op(
     chroot: &Chroot,
     path: &str,
@@ -50,7 +53,7 @@ pub(crate) fn create_op(
     Ok(if code == OpCode::CreateContainer {
         MultiOp::CreateContainer(request)
     } else {
-        MultiOp::Create2(request)
+        MultiOp::Create(request)
     })
 }
 
@@ -85,7 +88,13 @@ impl Client {
     /// Creates a node and returns its path (with the sequence suffix for sequential
     /// modes, chroot removed) and its `Stat`.
     ///
-    /// Uses `create2`, `createContainer` or `createTTL` depending on the mode.
+    /// Uses `create2`, `createContainer` or `createTTL` depending on the mode. On a server
+    /// without `create2` ([`ServerProfile`](crate::ServerProfile): ZooKeeper 3.4, ClickHouse
+    /// Keeper before its `create2`), it sends a plain `create` and reads the `Stat` with an
+    /// `exists` of the created path right after: then the `Stat` is the node's a moment
+    /// after its creation (another session may have changed it in between). When only the
+    /// path is needed, [`create_path`](Self::create_path) makes one plain `create`
+    /// everywhere.
     ///
     /// ```no_run
     /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
@@ -99,30 +108,86 @@ impl Client {
     ///
     /// # Errors
     ///
-    /// `NodeExists`, `NoNode` (no parent), `NoChildrenForEphemerals`, `NoAuth`,
-    /// `InvalidAcl`, `InvalidPath`, `InvalidArgument` (TTL mismatch),
-    /// `Server(Unimplemented)` for TTL nodes when the server has them disabled, plus the
-    /// session errors.
+    /// `NodeExists`, `NoNode` (no parent; or, without `create2`, the node was deleted before
+    /// its `Stat` was read), `NoChildrenForEphemerals`, `NoAuth`, `InvalidAcl`,
+    /// `InvalidPath`, `InvalidArgument` (TTL mismatch), `Unimplemented` for a container or
+    /// TTL node on a server without them (TTL nodes on a ZooKeeper without
+    /// `extendedTypesEnabled` included), plus the session errors.
     pub fn create(
         &self,
         path: &str,
         data: &[u8],
         options: &CreateOptions,
     ) -> impl Future<Output = Result<(String, Stat)>> + Send + 'static {
-        let reply = bodies::create(self.root(), path, data, options)
-            .map(|(code, body)| self.request(code, body, None));
+        let plain = !self.server_profile().supports(Feature::Create2);
+        let reply = bodies::create(self.root(), path, data, options).map(|(code, body)| {
+            if plain && code == OpCode::Create2 {
+                (true, self.request(OpCode::Create, body, None))
+            } else {
+                (false, self.request(code, body, None))
+            }
+        });
+        let chroot = self.root().clone();
+        let client = self.clone();
+        async move {
+            let (plain, reply) = reply?;
+            let body = reply.await?;
+            if !plain {
+                let resp: Create2Response = decode_prefix(body)?;
+                return Ok((chroot.strip_owned(resp.path), resp.stat));
+            }
+            let resp: CreateResponse = decode_prefix(body)?;
+            let created = chroot.strip_owned(resp.path);
+            match client.exists(&created).await? {
+                Some(stat) => Ok((created, stat)),
+                None => Err(Error::NoNode),
+            }
+        }
+    }
+
+    /// Creates a node and returns its path (with the sequence suffix for sequential modes,
+    /// chroot removed), without its `Stat`: a plain `create` (opcode 1) on every server, as
+    /// the Java client does when no `Stat` is asked for (apache/zookeeper PR #2230). Container
+    /// and TTL nodes use their own opcodes.
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// use zk_client::CreateOptions;
+    /// let path = client.create_path("/jobs/j-", b"", &CreateOptions::persistent_sequential()).await?;
+    /// # let _ = path; Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`create`](Self::create).
+    pub fn create_path(
+        &self,
+        path: &str,
+        data: &[u8],
+        options: &CreateOptions,
+    ) -> impl Future<Output = Result<String>> + Send + 'static {
+        let reply = bodies::create(self.root(), path, data, options).map(|(code, body)| {
+            let code = if code == OpCode::Create2 {
+                OpCode::Create
+            } else {
+                code
+            };
+            self.request(code, body, None)
+        });
         let chroot = self.root().clone();
         async move {
-            let resp: Create2Response = decode_prefix(reply?.await?)?;
-            Ok((chroot.strip_owned(resp.path), resp.stat))
+            // `CreateResponse` is the prefix of `Create2Response`: the path.
+            let resp: CreateResponse = decode_prefix(reply?.await?)?;
+            Ok(chroot.strip_owned(resp.path))
         }
     }
 
     /// Creates a node and any missing parents.
     ///
     /// The node itself is requested at once; only if its parent is missing are the parents
-    /// created (persistent, or containers when `options.container_parents`, with
-    /// `options.acl`; `NodeExists` on a parent is fine), pipelined with a second attempt.
+    /// created (persistent, or containers when `options.container_parents` and the server
+    /// has containers, with `options.acl`; `NodeExists` on a parent is fine; plain
+    /// `create`s), pipelined with a second attempt.
     ///
     /// ```no_run
     /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
@@ -152,7 +217,11 @@ impl Client {
                 Err(Error::NoNode) => {}
                 other => return other,
             }
-            let mut parent_options = CreateOptions::new(if options.container_parents {
+            // Containers where the server has them; persistent parents otherwise (as
+            // Curator's `creatingParentContainersIfNeeded` does).
+            let containers =
+                options.container_parents && client.server_profile().supports(Feature::Container);
+            let mut parent_options = CreateOptions::new(if containers {
                 CreateMode::Container
             } else {
                 CreateMode::Persistent
@@ -162,7 +231,7 @@ impl Client {
             for _ in 0..CREATE_ALL_TRIES {
                 let parent_creates: Vec<_> = parents(&path)
                     .into_iter()
-                    .map(|p| client.create(p, &[], &parent_options))
+                    .map(|p| client.create_path(p, &[], &parent_options))
                     .collect();
                 let node = client.create(&path, &data, &options);
                 let mut parent_error = None;
@@ -401,7 +470,7 @@ mod tests {
     fn create_op_picks_the_opcode_and_checks_ttl() {
         let chroot = Chroot::new("/r").unwrap();
         let op = create_op(&chroot, "/x", b"", &CreateOptions::persistent()).unwrap();
-        assert_eq!(op.op_code(), OpCode::Create2);
+        assert_eq!(op.op_code(), OpCode::Create);
         assert_eq!(op.path(), "/r/x");
         let op = create_op(&chroot, "/x", b"", &CreateOptions::container()).unwrap();
         assert_eq!(op.op_code(), OpCode::CreateContainer);

@@ -29,7 +29,7 @@ impl Client {
     ///
     /// # Errors
     ///
-    /// `InvalidPath`, `Server(Unimplemented)` on servers before 3.6, plus the session
+    /// `InvalidPath`, `Unimplemented` on servers before 3.6 (refused locally when the [`ServerProfile`](crate::ServerProfile) says so), plus the session
     /// errors. The stream itself ends with `SessionExpired`/`AuthFailed`/`Closed`.
     pub fn add_watch(
         &self,

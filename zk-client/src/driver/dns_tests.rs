@@ -163,7 +163,14 @@ fn start(records: Vec<SocketAddr>, behaviours: &[(SocketAddr, Behaviour)]) -> Dn
     );
     tokio::spawn(driver.run());
     Dns {
-        client: Client::new(tx, info_rx, transitions, Chroot::default(), 16),
+        client: Client::new(
+            tx,
+            info_rx,
+            transitions,
+            Chroot::default(),
+            16,
+            Default::default(),
+        ),
         attempts,
         accepted,
         behaviours,

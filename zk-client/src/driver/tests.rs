@@ -157,7 +157,14 @@ fn start() -> Harness {
     );
     tokio::spawn(driver.run());
     Harness {
-        client: Client::new(tx, info_rx, transitions, Chroot::default(), 16),
+        client: Client::new(
+            tx,
+            info_rx,
+            transitions,
+            Chroot::default(),
+            16,
+            Default::default(),
+        ),
         accepted,
         connect_delay,
         refuse_writes,

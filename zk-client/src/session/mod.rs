@@ -211,6 +211,9 @@ pub(crate) struct Session {
     poison: PoisonLedger,
     /// The suspect request on the wire alone (see `poison.rs`): its xid and fingerprint.
     isolated: Option<(i32, Fingerprint)>,
+    /// What the server supports (shared with the client handles): `removeWatches` is sent
+    /// only to a server that has it.
+    profile: crate::profile::ProfileCell,
 }
 
 impl Session {
@@ -254,7 +257,13 @@ impl Session {
             sasl_prepared: None,
             poison: PoisonLedger::default(),
             isolated: None,
+            profile: crate::profile::ProfileCell::default(),
         }
+    }
+
+    /// Uses `profile` (the client handles' own) to know what the server supports.
+    pub(crate) fn share_profile(&mut self, profile: crate::profile::ProfileCell) {
+        self.profile = profile;
     }
 
     /// Starts from an existing session (id and password from its previous owner) instead of
@@ -551,7 +560,21 @@ impl Session {
         if registering {
             return;
         }
+        let removable = self
+            .profile
+            .get()
+            .supports(crate::profile::Feature::RemoveWatches);
         for watcher_type in self.watches.reconcile(path) {
+            if !removable {
+                // A server without removeWatches (Keeper would close the connection and end
+                // the session): its watch stays; events nobody waits for are dropped.
+                debug!(
+                    path,
+                    ?watcher_type,
+                    "server cannot remove watches: left in place"
+                );
+                continue;
+            }
             debug!(
                 path,
                 ?watcher_type,

@@ -11,6 +11,14 @@
 //! removes it (and anything cached below it). The snapshot ([`Cache::get`],
 //! [`Cache::children`], [`Cache::entries`]) is in memory and never waits for the network.
 //!
+//! On a server without `addWatch` (ZooKeeper before 3.6, ClickHouse Keeper without it: see
+//! the client's [`ServerProfile`](zk_client::ServerProfile)) the cache follows the tree with
+//! one-shot watches instead, as Curator's `TreeCache` does: every read leaves a data or child
+//! watch (an exists watch on a missing root), and each fired watch is re-armed by the read its
+//! event asks for (`NodeChildrenChanged` lists the node and reads the new children). The
+//! events, snapshots and guarantees below are the same; it costs a child listing per node at
+//! load and per children change.
+//!
 //! Events ([`CacheEvent`]) are CuratorCache's: `Created` for every node of the first load and
 //! each node that appears later, `Changed` (old and new data and `Stat`) when a node is read
 //! with another `Stat.version`, `Deleted`, and `Initialized` once, when the first load is
@@ -82,6 +90,7 @@ mod builder;
 mod events;
 mod handle;
 mod node;
+mod one_shot;
 mod options;
 mod order;
 mod reads;

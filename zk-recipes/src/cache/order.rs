@@ -64,14 +64,17 @@ pub(crate) struct InOrder {
 impl InOrder {
     /// The next reply or event in wire order (the steps in the module docs). Items taken and
     /// not returned are held here, so dropping the future that polls this loses nothing.
+    ///
+    /// The events come from `watcher`, or without one from the one-shot watches the reads
+    /// leave (`one_shot.rs`, which hands them out in arrival order).
     pub(crate) fn poll_next(
         &mut self,
-        watcher: &mut PersistentWatcher,
+        mut watcher: Option<&mut PersistentWatcher>,
         reads: &mut Reads,
         cx: &mut Context<'_>,
     ) -> Poll<Next> {
         if self.event.is_none() {
-            if let Some(failed) = self.take_event(watcher, cx) {
+            if let Some(failed) = self.take_event(watcher.as_deref_mut(), reads, cx) {
                 return Poll::Ready(failed);
             }
         }
@@ -82,7 +85,7 @@ impl InOrder {
         }
         if self.event.is_none() && self.reply.is_some() {
             // Step 5: an event handed over before the reply is queued by now.
-            if let Some(failed) = self.take_event(watcher, cx) {
+            if let Some(failed) = self.take_event(watcher, reads, cx) {
                 return Poll::Ready(failed);
             }
         }
@@ -103,10 +106,16 @@ impl InOrder {
     /// Takes the next queued event into `self.event`; returns the stream's failure instead.
     fn take_event(
         &mut self,
-        watcher: &mut PersistentWatcher,
+        watcher: Option<&mut PersistentWatcher>,
+        reads: &mut Reads,
         cx: &mut Context<'_>,
     ) -> Option<Next> {
-        match watcher.poll_event(cx) {
+        let polled = match (watcher, reads.one_shots()) {
+            (Some(watcher), _) => watcher.poll_event(cx),
+            (None, Some(one_shots)) => one_shots.poll_event(cx),
+            (None, None) => Poll::Pending,
+        };
+        match polled {
             Poll::Ready(Ok(event)) => {
                 self.event = Some(event);
                 None

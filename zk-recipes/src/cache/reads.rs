@@ -12,7 +12,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use zk_client::{Arrival, Bytes, Client, Stamped, Stat};
+use zk_client::{Arrival, Bytes, Client, Stamped, Stat, Watcher};
+
+use super::one_shot::{OneShots, WatchKind};
 
 /// What to read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,6 +23,19 @@ pub(crate) enum Kind {
     Data,
     /// `getChildren` (no watch).
     Children,
+    /// `exists` (one-shot mode only: the root while it is missing).
+    Exists,
+}
+
+impl Kind {
+    /// The one-shot watch a read of this kind leaves.
+    fn watch_kind(self) -> WatchKind {
+        match self {
+            Kind::Data => WatchKind::Data,
+            Kind::Children => WatchKind::Children,
+            Kind::Exists => WatchKind::Exists,
+        }
+    }
 }
 
 /// One read, and why it was made.
@@ -40,6 +55,7 @@ pub(crate) struct Op {
 pub(crate) enum Reply {
     Data(zk_client::Result<(Bytes, Stat)>),
     Children(zk_client::Result<Vec<String>>),
+    Exists(zk_client::Result<Option<Stat>>),
 }
 
 /// A read with its reply and where the reply came among the watch events.
@@ -50,7 +66,7 @@ pub(crate) struct Answered {
     pub(crate) reply: Reply,
 }
 
-type Pending = Pin<Box<dyn Future<Output = (Arrival, Reply)> + Send>>;
+type Pending = Pin<Box<dyn Future<Output = (Arrival, Reply, Option<Watcher>)> + Send>>;
 
 /// Reads queued and in flight.
 pub(crate) struct Reads {
@@ -59,7 +75,11 @@ pub(crate) struct Reads {
     backlog: VecDeque<Op>,
     /// Paths with an event refresh waiting in the backlog (a second one would read the same).
     queued_refresh: HashSet<String>,
-    in_flight: VecDeque<(Op, Pending)>,
+    /// Each read with whether it is the one arming its one-shot watch.
+    in_flight: VecDeque<(Op, Pending, bool)>,
+    /// Follows the tree with one-shot watches (no `addWatch` on the server): reads leave
+    /// watches, whose events come out of here.
+    one_shot: Option<OneShots>,
 }
 
 impl Reads {
@@ -70,7 +90,31 @@ impl Reads {
             backlog: VecDeque::new(),
             queued_refresh: HashSet::new(),
             in_flight: VecDeque::new(),
+            one_shot: None,
         }
+    }
+
+    /// Reads from now on leave one-shot watches (see `one_shot.rs`).
+    pub(crate) fn with_one_shot_watches(mut self) -> Reads {
+        self.one_shot = Some(OneShots::default());
+        self
+    }
+
+    /// Whether reads leave one-shot watches.
+    pub(crate) fn is_one_shot(&self) -> bool {
+        self.one_shot.is_some()
+    }
+
+    /// The one-shot watches, in one-shot mode.
+    pub(crate) fn one_shots(&mut self) -> Option<&mut OneShots> {
+        self.one_shot.as_mut()
+    }
+
+    /// Whether a `kind` watch on `path` is armed or being armed (one-shot mode).
+    pub(crate) fn is_armed(&self, kind: WatchKind, path: &str) -> bool {
+        self.one_shot
+            .as_ref()
+            .is_some_and(|w| w.is_armed(kind, path))
     }
 
     /// The session's client.
@@ -100,40 +144,115 @@ impl Reads {
             if !op.walk && op.kind == Kind::Data {
                 self.queued_refresh.remove(&op.path);
             }
-            let pending: Pending = match op.kind {
-                Kind::Data => {
-                    let f = self.client.get_data_stamped(&op.path);
-                    Box::pin(async move {
-                        let Stamped {
-                            arrival, result, ..
-                        } = f.await;
-                        (arrival, Reply::Data(result))
-                    })
-                }
-                Kind::Children => {
-                    let f = self.client.get_children_stamped(&op.path);
-                    Box::pin(async move {
-                        let Stamped {
-                            arrival, result, ..
-                        } = f.await;
-                        (arrival, Reply::Children(result))
-                    })
-                }
-            };
-            self.in_flight.push_back((op, pending));
+            let (pending, arming) = self.send(&op);
+            self.in_flight.push_back((op, pending, arming));
+        }
+    }
+
+    /// Sends one read: with a watch in one-shot mode when none of its kind is armed on the
+    /// path.
+    fn send(&mut self, op: &Op) -> (Pending, bool) {
+        let kind = op.kind.watch_kind();
+        let arming = self
+            .one_shot
+            .as_mut()
+            .is_some_and(|w| w.arm(kind, &op.path));
+        (self.send_read(op, arming), arming)
+    }
+
+    fn send_read(&self, op: &Op, arming: bool) -> Pending {
+        let client = &self.client;
+        match op.kind {
+            Kind::Data if arming => {
+                let f = client.get_data_watch_stamped(&op.path);
+                Box::pin(async move {
+                    let Stamped {
+                        arrival, result, ..
+                    } = f.await;
+                    match result {
+                        Ok((data, stat, w)) => (arrival, Reply::Data(Ok((data, stat))), Some(w)),
+                        Err(e) => (arrival, Reply::Data(Err(e)), None),
+                    }
+                })
+            }
+            Kind::Data => {
+                let f = client.get_data_stamped(&op.path);
+                Box::pin(async move {
+                    let Stamped {
+                        arrival, result, ..
+                    } = f.await;
+                    (arrival, Reply::Data(result), None)
+                })
+            }
+            Kind::Children if arming => {
+                let f = client.get_children_watch_stamped(&op.path);
+                Box::pin(async move {
+                    let Stamped {
+                        arrival, result, ..
+                    } = f.await;
+                    match result {
+                        Ok((names, w)) => (arrival, Reply::Children(Ok(names)), Some(w)),
+                        Err(e) => (arrival, Reply::Children(Err(e)), None),
+                    }
+                })
+            }
+            Kind::Children => {
+                let f = client.get_children_stamped(&op.path);
+                Box::pin(async move {
+                    let Stamped {
+                        arrival, result, ..
+                    } = f.await;
+                    (arrival, Reply::Children(result), None)
+                })
+            }
+            Kind::Exists if arming => {
+                let f = client.exists_watch_stamped(&op.path);
+                Box::pin(async move {
+                    let Stamped {
+                        arrival, result, ..
+                    } = f.await;
+                    match result {
+                        Ok((stat, w)) => (arrival, Reply::Exists(Ok(stat)), Some(w)),
+                        Err(e) => (arrival, Reply::Exists(Err(e)), None),
+                    }
+                })
+            }
+            Kind::Exists => {
+                // An exists watch is armed already: a stamped read tells the same.
+                let f = client.get_data_stamped(&op.path);
+                Box::pin(async move {
+                    let Stamped {
+                        arrival, result, ..
+                    } = f.await;
+                    let result = match result {
+                        Ok((_, stat)) => Ok(Some(stat)),
+                        Err(zk_client::Error::NoNode) => Ok(None),
+                        Err(e) => Err(e),
+                    };
+                    (arrival, Reply::Exists(result), None)
+                })
+            }
         }
     }
 
     /// Polls the oldest read in flight (pending when there is none).
     pub(crate) fn poll_reply(&mut self, cx: &mut Context<'_>) -> Poll<Answered> {
-        let Some((_, pending)) = self.in_flight.front_mut() else {
+        let Some((_, pending, _)) = self.in_flight.front_mut() else {
             return Poll::Pending;
         };
-        let (arrival, reply) = std::task::ready!(pending.as_mut().poll(cx));
-        let (op, _) = self
+        let (arrival, reply, watcher) = std::task::ready!(pending.as_mut().poll(cx));
+        let (op, _, arming) = self
             .in_flight
             .pop_front()
             .expect("the front was just polled");
+        if let (Some(w), true) = (self.one_shot.as_mut(), arming) {
+            let kind = op.kind.watch_kind();
+            match watcher {
+                Some(watcher) => w.follow(kind, op.path.clone(), watcher),
+                // The read failed: it left no watch.
+                None => w.disarm(kind, &op.path),
+            }
+        }
         Poll::Ready(Answered { op, arrival, reply })
     }
 }

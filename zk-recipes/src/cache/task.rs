@@ -1,7 +1,8 @@
 //! The cache's task: sets the watch, loads, follows events, resyncs after faults.
 //!
 //! Per session: wait until connected, `addWatch` (recursive, or plain for a one-node
-//! cache), then a *pass*: a walk of the tree (getData of every node, getChildren of every
+//! cache; on a server without it, one-shot watches left by the reads, `one_shot.rs`), then a
+//! *pass*: a walk of the tree (getData of every node, getChildren of every
 //! node that has children, pipelined) that applies what it reads to the snapshot and, once
 //! complete, removes every cached node it did not see. A pass runs first, again after every
 //! reconnect of the same session (persistent watches are re-armed by the client, but the
@@ -14,8 +15,9 @@ use std::time::Duration;
 use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
-use zk_client::{AddWatchMode, Client, Error, EventType, PersistentWatcher, SessionState};
+use zk_client::{AddWatchMode, Client, Error, EventType, Feature, PersistentWatcher, SessionState};
 
+use super::one_shot::WatchKind;
 use super::order::{InOrder, Next};
 use super::reads::{Answered, Kind, Op, Reads, Reply};
 use super::shared::{CacheState, Shared};
@@ -104,14 +106,25 @@ async fn session(
         AddWatchMode::PersistentRecursive
     };
     let mut watcher = None;
+    // Without addWatch (known from the client's profile, or learned from the server's
+    // answer), the cache follows the tree with one-shot watches (`one_shot.rs`).
+    let mut one_shot = !client.server_profile().supports(Feature::AddWatch);
     for _ in turns() {
         let state = states.wait_for(SessionState::is_connected).await;
         if state.is_terminal() {
             return End::Session(state);
         }
+        if one_shot {
+            break;
+        }
         match client.add_watch(&shared.opts.path, mode).await {
             Ok(w) => {
                 watcher = Some(w);
+                break;
+            }
+            Err(Error::Unimplemented(_)) => {
+                debug!(path = %shared.opts.path, "cache: no addWatch on this server; one-shot watches");
+                one_shot = true;
                 break;
             }
             Err(e) if e.is_terminal() => return End::Session(client.state()),
@@ -127,12 +140,17 @@ async fn session(
             }
         }
     }
-    let Some(watcher) = watcher else {
+    if watcher.is_none() && !one_shot {
         return End::GaveUp;
-    };
+    }
+    let reads = Reads::new(client.clone(), shared.opts.window);
     let mut sync = Sync {
         shared,
-        reads: Reads::new(client.clone(), shared.opts.window),
+        reads: if one_shot {
+            reads.with_one_shot_watches()
+        } else {
+            reads
+        },
         pass: shared.last_pass(),
         walking: false,
         walk_pending: 0,
@@ -165,16 +183,17 @@ struct Sync<'a> {
 }
 
 impl Sync<'_> {
+    /// Follows `watcher`'s events, or without one the one-shot watches' (the reads').
     async fn follow(
         &mut self,
-        mut watcher: PersistentWatcher,
+        mut watcher: Option<PersistentWatcher>,
         mut states: zk_client::StateWatcher,
     ) -> End {
         loop {
             self.reads.fill();
             let retry_at = self.retry_at;
             let (in_order, reads) = (&mut self.in_order, &mut self.reads);
-            let next = std::future::poll_fn(|cx| in_order.poll_next(&mut watcher, reads, cx));
+            let next = std::future::poll_fn(|cx| in_order.poll_next(watcher.as_mut(), reads, cx));
             tokio::select! {
                 // Replies and events in the order the server sent them (`order.rs`).
                 next = next => match next {
@@ -268,19 +287,48 @@ impl Sync<'_> {
             return;
         }
         match kind {
-            EventType::NodeCreated | EventType::NodeDataChanged => self.reads.push(Op {
-                kind: Kind::Data,
-                path: path.to_owned(),
-                pass: self.pass,
-                walk: false,
-            }),
-            EventType::NodeDeleted => self
-                .shared
-                .apply(|store, events| store.remove(path, events)),
+            EventType::NodeCreated | EventType::NodeDataChanged => {
+                self.push_refresh(Kind::Data, path)
+            }
+            EventType::NodeDeleted => {
+                self.shared
+                    .apply(|store, events| store.remove(path, events));
+                if self.one_shot() && level == 0 {
+                    // Its creation is told only to an exists watch.
+                    self.push_refresh(Kind::Exists, path);
+                }
+            }
+            // One-shot mode: a child watch fired; list the children (re-arming it) and read
+            // the new ones.
+            EventType::NodeChildrenChanged if self.one_shot() => {
+                self.push_refresh(Kind::Children, path)
+            }
             // A plain persistent watch's NodeChildrenChanged is not used (the one-node cache
             // has no children); recursive watches never send it.
             _ => {}
         }
+    }
+
+    /// Whether the tree is followed with one-shot watches.
+    fn one_shot(&self) -> bool {
+        self.reads.is_one_shot()
+    }
+
+    /// Queues a read asked for by an event (not part of a pass's walk).
+    fn push_refresh(&mut self, kind: Kind, path: &str) {
+        self.reads.push(Op {
+            kind,
+            path: path.to_owned(),
+            pass: self.pass,
+            walk: false,
+        });
+    }
+
+    /// Whether nodes below `path` are cached (its level is above the depth limit).
+    fn below_cached(&self, path: &str) -> bool {
+        self.shared
+            .level(path)
+            .is_some_and(|l| self.shared.opts.max_depth.is_none_or(|max| l < max))
     }
 
     fn on_reply(&mut self, op: Op, reply: Reply) {
@@ -291,12 +339,15 @@ impl Sync<'_> {
         }
         match reply {
             Reply::Data(Ok((data, stat))) => {
-                let expand = counted
-                    && stat.num_children > 0
-                    && self
-                        .shared
-                        .level(&op.path)
-                        .is_some_and(|l| self.shared.opts.max_depth.is_none_or(|max| l < max));
+                // One-shot mode lists every node above the depth limit, children or not: the
+                // listing leaves the child watch that tells of the first child.
+                let below = self.below_cached(&op.path);
+                let one_shot = self.one_shot();
+                let expand = counted && below && (stat.num_children > 0 || one_shot);
+                let arm_children = !counted
+                    && below
+                    && one_shot
+                    && !self.reads.is_armed(WatchKind::Children, &op.path);
                 let keep = self.shared.keeps_data(&op.path);
                 let seen = current.then_some(self.pass);
                 self.shared.apply(|store, events| {
@@ -304,6 +355,8 @@ impl Sync<'_> {
                 });
                 if expand {
                     self.push_walk(Kind::Children, op.path);
+                } else if arm_children {
+                    self.push_refresh(Kind::Children, &op.path);
                 }
             }
             Reply::Children(Ok(names)) => {
@@ -312,14 +365,29 @@ impl Sync<'_> {
                         let child = join(&op.path, &name);
                         self.push_walk(Kind::Data, child);
                     }
+                } else if self.one_shot() {
+                    // A child watch fired: read the children not cached yet (the others
+                    // have data watches of their own).
+                    for name in names {
+                        let child = join(&op.path, &name);
+                        if self.shared.read().get(&child).is_none() {
+                            self.push_refresh(Kind::Data, &child);
+                        }
+                    }
                 }
             }
+            Reply::Exists(Ok(Some(_))) => self.push_refresh(Kind::Data, &op.path),
+            // Missing: the exists watch tells of its creation.
+            Reply::Exists(Ok(None)) => {}
             Reply::Data(Err(Error::NoNode)) => {
                 self.shared
                     .apply(|store, events| store.remove(&op.path, events));
+                if self.one_shot() && self.shared.level(&op.path) == Some(0) {
+                    self.push_refresh(Kind::Exists, &op.path);
+                }
             }
             Reply::Children(Err(Error::NoNode)) => {}
-            Reply::Data(Err(e)) | Reply::Children(Err(e)) => {
+            Reply::Data(Err(e)) | Reply::Children(Err(e)) | Reply::Exists(Err(e)) => {
                 if matches!(e, Error::NoAuth) {
                     // Unreadable: never cached, and retrying would not help.
                 } else if counted {

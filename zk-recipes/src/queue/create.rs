@@ -293,7 +293,16 @@ fn fresh_guid() -> Uuid {
 /// empty, as Curator does with `creatingParentContainersIfNeeded`). A connection loss is
 /// waited out and left to the caller's retry.
 pub(crate) async fn ensure_containers(client: &Client, path: &str) -> Result<()> {
-    let options = CreateOptions::new(CreateMode::Container);
+    // Persistent where the server has no containers (Keeper before #108908, ZooKeeper 3.4).
+    let mode = if client
+        .server_profile()
+        .supports(zk_client::Feature::Container)
+    {
+        CreateMode::Container
+    } else {
+        CreateMode::Persistent
+    };
+    let options = CreateOptions::new(mode);
     match client.create_all(path, &[], &options).await {
         Ok(_) | Err(zk_client::Error::NodeExists) => Ok(()),
         Err(e) => retry_after(client, e).await,

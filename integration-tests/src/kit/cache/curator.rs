@@ -9,7 +9,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::time::timeout;
 
 use super::{Seen, Tree};
-use integration_tests::kit::limits::LONG;
+use crate::kit::limits::LONG;
 
 const CURATOR_JAR: &str = "/usr/share/java/curator-recipes.jar";
 const SLF4J_NOP: &str = "/usr/share/java/slf4j-nop.jar";

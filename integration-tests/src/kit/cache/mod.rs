@@ -15,11 +15,15 @@ use zk_recipes::cache::{Cache, CacheEvent, CacheEvents, CacheState, ChildData};
 /// What the comparisons look at: data and the fields that follow it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Seen {
+    /// The node's data.
     pub data: Vec<u8>,
+    /// Its creation zxid (a node deleted and created again has a new one).
     pub czxid: i64,
+    /// Its data version.
     pub version: i32,
 }
 
+/// A tree as the comparisons see it: every node's path and what was seen of it.
 pub type Tree = BTreeMap<String, Seen>;
 
 fn seen(c: &ChildData) -> Seen {
@@ -73,10 +77,12 @@ pub async fn server_tree(client: &Client, root: &str, max_depth: Option<usize>) 
 }
 
 /// The cache's snapshot in the comparison's shape.
+/// The cache's view, in the shape of [`server_tree`].
 pub fn cache_tree(cache: &Cache) -> Tree {
     snapshot_tree(&cache.entries())
 }
 
+/// A snapshot of entries, in the shape of [`server_tree`].
 pub fn snapshot_tree(entries: &[ChildData]) -> Tree {
     entries.iter().map(|c| (c.path.clone(), seen(c))).collect()
 }
@@ -115,6 +121,7 @@ pub fn replay(tree: &mut Tree, events: &[CacheEvent]) -> Vec<String> {
 /// * no node without its parent: a `Created` node's parent is there (unless the tree was
 ///   empty: the cache's root), and a `Deleted` node has no children left.
 pub struct Replay {
+    /// The tree after the events applied so far.
     pub tree: Tree,
     /// The czxid of the last `Deleted` of each path.
     deleted: BTreeMap<String, i64>,
@@ -123,6 +130,7 @@ pub struct Replay {
 }
 
 impl Replay {
+    /// Starts from the cache's first snapshot.
     pub fn new(start: Tree) -> Replay {
         Replay {
             tree: start,
@@ -207,6 +215,7 @@ pub struct Recorder {
 }
 
 impl Recorder {
+    /// Records every event of `stream` until it ends.
     pub fn start(mut stream: CacheEvents) -> (Recorder, tokio::task::JoinHandle<()>) {
         let rec = Recorder::default();
         let events = rec.events.clone();
@@ -218,14 +227,17 @@ impl Recorder {
         (rec, task)
     }
 
+    /// How many events so far.
     pub fn len(&self) -> usize {
         self.events.lock().unwrap().len()
     }
 
+    /// The events from number `from` on.
     pub fn since(&self, from: usize) -> Vec<CacheEvent> {
         self.events.lock().unwrap()[from..].to_vec()
     }
 
+    /// Every event so far.
     pub fn all(&self) -> Vec<CacheEvent> {
         self.since(0)
     }

@@ -1,0 +1,651 @@
+//! Every server flavour (issue 31), emulated by the proxy in front of the real 3.8 server
+//! (`integration_tests::proxy::Emulation`: ZooKeeper 3.4, 3.5, 3.6, 3.8 as it is, 3.9 as 3.8,
+//! ClickHouse Keeper before late 2025 and of 2026): each public operation works, or fails
+//! locally with `Error::Unimplemented` naming the feature, and the session (and its
+//! connection) survives all of it; no unsupported request ever reaches the proxy; a lock, a
+//! leader latch and a cache (one-shot watches where `addWatch` is missing) work on each; a
+//! Keeper reconnect ends the session as `Expired`, and a `SessionManager` carries a cache over.
+
+use std::time::Duration;
+
+use integration_tests::kit::cache::{
+    cache_tree, diff, server_tree, wait_marker, Recorder, Replay, Tree,
+};
+use integration_tests::proxy::{Cut, Emulation};
+use integration_tests::{chroot, standalone, Proxy, ZkTarget};
+use tokio::time::Instant;
+use zk_client::{
+    AddWatchMode, Client, ClientBuilder, CreateMode, CreateOptions, Error, Feature, Flavour, Op,
+    OpResult, ReadOp, Reconfig, ServerProfile, SessionManager, SessionState, WatcherType,
+};
+use zk_recipes::cache::Cache;
+use zk_recipes::leader::{LeaderLatch, LeadershipPolicy};
+use zk_recipes::lock::FairLock;
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// One flavour: what the proxy emulates and how the client is told.
+#[derive(Clone, Copy)]
+enum Case {
+    ZooKeeper34,
+    ZooKeeper35,
+    ZooKeeper36,
+    ZooKeeper38,
+    ZooKeeper39,
+    KeeperOld,
+    Keeper2026,
+}
+
+/// `/keeper/api_version` of the emulated Keeper (`KeeperApiVersion::WITH_CHECK_NOT_EXISTS`).
+const KEEPER_API_VERSION: &[u8] = b"3";
+/// `/keeper/feature_flags` of the emulated 2026 Keeper: FILTERED_LIST, MULTI_READ,
+/// CHECK_NOT_EXISTS, CREATE_IF_NOT_EXISTS, REMOVE_RECURSIVE (bits 7..3 of byte 0).
+const KEEPER_2026_FLAGS: &[u8] = &[0b1111_1000];
+
+impl Case {
+    fn name(self) -> &'static str {
+        match self {
+            Case::ZooKeeper34 => "zk34",
+            Case::ZooKeeper35 => "zk35",
+            Case::ZooKeeper36 => "zk36",
+            Case::ZooKeeper38 => "zk38",
+            Case::ZooKeeper39 => "zk39",
+            Case::KeeperOld => "keeper_old",
+            Case::Keeper2026 => "keeper_2026",
+        }
+    }
+
+    fn emulation(self, keeper_root: &str) -> Option<Emulation> {
+        match self {
+            Case::ZooKeeper34 => Some(Emulation::zookeeper_3_4()),
+            Case::ZooKeeper35 => Some(Emulation::zookeeper_3_5()),
+            Case::ZooKeeper36 => Some(Emulation::zookeeper_3_6()),
+            Case::ZooKeeper38 | Case::ZooKeeper39 => None,
+            Case::KeeperOld => Some(Emulation::keeper_old(keeper_root)),
+            Case::Keeper2026 => Some(Emulation::keeper_2026(keeper_root)),
+        }
+    }
+
+    /// What the user sets: a version for ZooKeeper; detection for Keeper (plus, for the 2026
+    /// one, what its flags this client cannot read say).
+    fn configure(self, b: ClientBuilder) -> ClientBuilder {
+        match self {
+            Case::ZooKeeper34 => b.server(ServerProfile::zookeeper(3, 4)),
+            Case::ZooKeeper35 => b.server(ServerProfile::zookeeper(3, 5)),
+            Case::ZooKeeper36 => b.server(ServerProfile::zookeeper(3, 6)),
+            Case::ZooKeeper38 => b,
+            Case::ZooKeeper39 => b.server(ServerProfile::zookeeper(3, 9)),
+            Case::KeeperOld => b.detect_server(true),
+            Case::Keeper2026 => b
+                .server(
+                    ServerProfile::keeper()
+                        .with(Feature::Create2)
+                        .with(Feature::AddWatch)
+                        .with(Feature::Ttl)
+                        .with(Feature::Container),
+                )
+                .detect_server(true),
+        }
+    }
+
+    /// The profile the client must end up with.
+    fn expected(self) -> ServerProfile {
+        match self {
+            Case::ZooKeeper34 => ServerProfile::zookeeper(3, 4),
+            Case::ZooKeeper35 => ServerProfile::zookeeper(3, 5),
+            Case::ZooKeeper36 => ServerProfile::zookeeper(3, 6),
+            Case::ZooKeeper38 | Case::ZooKeeper39 => ServerProfile::zookeeper(3, 8),
+            Case::KeeperOld => ServerProfile::keeper().with(Feature::MultiRead),
+            Case::Keeper2026 => ServerProfile::keeper()
+                .with(Feature::MultiRead)
+                .with(Feature::Create2)
+                .with(Feature::AddWatch)
+                .with(Feature::Ttl)
+                .with(Feature::Container),
+        }
+    }
+
+    fn keeper(self) -> bool {
+        matches!(self, Case::KeeperOld | Case::Keeper2026)
+    }
+}
+
+struct Env {
+    proxy: Proxy,
+    /// Connect string of the proxy with the test's chroot.
+    hosts: String,
+    /// A client on the real server, same chroot.
+    admin: Client,
+    case: Case,
+}
+
+impl Env {
+    async fn start(case: Case) -> Env {
+        let server = standalone().await;
+        let root = chroot(server, &format!("flavour_{}", case.name())).await;
+        let admin = Client::connect(&server.hosts(&root)).await.unwrap();
+        admin
+            .create("/app", b"", &CreateOptions::persistent())
+            .await
+            .unwrap();
+        if case.keeper() {
+            // Keeper's feature nodes, read through the proxy as /keeper/... (outside the
+            // client's chroot).
+            let opts = CreateOptions::persistent();
+            admin
+                .create_all("/emu/keeper/api_version", KEEPER_API_VERSION, &opts)
+                .await
+                .unwrap();
+            if matches!(case, Case::Keeper2026) {
+                admin
+                    .create("/emu/keeper/feature_flags", KEEPER_2026_FLAGS, &opts)
+                    .await
+                    .unwrap();
+            }
+        }
+        let proxy = Proxy::start(server.addr()).await;
+        proxy.emulate(case.emulation(&format!("{root}/emu")));
+        let hosts = proxy.hosts(&root);
+        Env {
+            proxy,
+            hosts,
+            admin,
+            case,
+        }
+    }
+
+    fn builder(&self) -> ClientBuilder {
+        self.case
+            .configure(Client::builder(&self.hosts).session_timeout(Duration::from_secs(6)))
+    }
+
+    async fn client(&self) -> Client {
+        self.builder()
+            .connect()
+            .await
+            .expect("connect through the proxy")
+    }
+
+    async fn manager(&self) -> SessionManager {
+        SessionManager::builder(self.builder())
+            .renew_backoff(Duration::from_millis(50), Duration::from_secs(1))
+            .renew_attempts(50)
+            .connect()
+            .await
+            .expect("first session")
+    }
+
+    fn assert_nothing_unsupported_sent(&self) {
+        assert_eq!(
+            self.proxy.stats().unsupported_requests,
+            0,
+            "{}: an unsupported request reached the server",
+            self.case.name()
+        );
+    }
+}
+
+/// `result` is `Ok` when `profile` has `feature`, `Err(Unimplemented(feature))` otherwise.
+fn expect<T: std::fmt::Debug>(
+    profile: ServerProfile,
+    feature: Feature,
+    result: zk_client::Result<T>,
+) {
+    if profile.supports(feature) {
+        assert!(result.is_ok(), "{feature}: {result:?}");
+    } else {
+        match result {
+            Err(Error::Unimplemented(f)) => assert_eq!(f, feature),
+            other => panic!("{feature} on a server without it: {other:?}"),
+        }
+    }
+}
+
+/// Every public operation: supported ones work, the others fail locally, and the session and
+/// its connection survive.
+async fn operations(case: Case) {
+    let env = Env::start(case).await;
+    let client = env.client().await;
+    let profile = client.server_profile();
+    assert_eq!(profile, case.expected(), "{}", case.name());
+    assert_eq!(
+        profile.flavour(),
+        if case.keeper() {
+            Flavour::Keeper
+        } else {
+            Flavour::ZooKeeper
+        }
+    );
+    let session = client.session_id();
+    let epoch = client.connection_epoch();
+    let persistent = CreateOptions::persistent();
+
+    // Creates: with a stat (create2, or create + exists), path only, parents, in a multi.
+    let (path, stat) = client.create("/app/a", b"1", &persistent).await.unwrap();
+    assert_eq!(path, "/app/a");
+    assert!(stat.czxid > 0 && stat.data_length == 1, "{stat:?}");
+    let (_, read) = client.get_data("/app/a").await.unwrap();
+    assert_eq!(read.czxid, stat.czxid);
+    let seq = client
+        .create_path("/app/s-", b"", &CreateOptions::persistent_sequential())
+        .await
+        .unwrap();
+    assert!(seq.starts_with("/app/s-"), "{seq}");
+    let deep = CreateOptions::ephemeral().with_container_parents(true);
+    let (leaf, _) = client.create_all("/app/x/y/z", b"", &deep).await.unwrap();
+    assert_eq!(leaf, "/app/x/y/z");
+    let results = client
+        .multi(&[
+            Op::create("/app/m", b"m", &persistent),
+            Op::set_data("/app/a", b"2", None),
+            Op::check("/app/a", Some(1)),
+        ])
+        .await
+        .unwrap();
+    assert!(matches!(&results[0], OpResult::Create { path, .. } if path == "/app/m"));
+
+    // The everyday reads and writes.
+    assert_eq!(
+        client
+            .set_data("/app/a", b"3", Some(1))
+            .await
+            .unwrap()
+            .version,
+        2
+    );
+    assert!(client.exists("/app/a").await.unwrap().is_some());
+    let mut names = client.get_children("/app").await.unwrap();
+    names.sort();
+    assert_eq!(names.len(), 4, "{names:?}");
+    client.delete("/app/m", None).await.unwrap();
+    client.sync("/app").await.unwrap();
+    let (_, _, watcher) = client.get_data_watch("/app/a").await.unwrap();
+    client.set_data("/app/a", b"4", None).await.unwrap();
+    tokio::time::timeout(LIMIT, watcher).await.unwrap().unwrap();
+
+    // What some servers lack.
+    let ttl = CreateOptions::new(CreateMode::PersistentWithTtl).with_ttl(Duration::from_secs(60));
+    expect(
+        profile,
+        Feature::Ttl,
+        client.create("/app/ttl", b"", &ttl).await,
+    );
+    let container = CreateOptions::container();
+    expect(
+        profile,
+        Feature::Container,
+        client.create("/app/c", b"", &container).await,
+    );
+    expect(
+        profile,
+        Feature::Container,
+        client
+            .multi(&[Op::create("/app/c2", b"", &container)])
+            .await,
+    );
+    expect(
+        profile,
+        Feature::AddWatch,
+        client
+            .add_watch("/app", AddWatchMode::PersistentRecursive)
+            .await,
+    );
+    expect(
+        profile,
+        Feature::MultiRead,
+        client.multi_read(&[ReadOp::get_data("/app/a")]).await,
+    );
+    expect(
+        profile,
+        Feature::GetEphemerals,
+        client.get_ephemerals("/").await,
+    );
+    expect(
+        profile,
+        Feature::GetAllChildrenNumber,
+        client.get_all_children_number("/app").await,
+    );
+    expect(profile, Feature::WhoAmI, client.whoami().await);
+    let (_, _, kept) = client.get_data_watch("/app/a").await.unwrap();
+    expect(
+        profile,
+        Feature::RemoveWatches,
+        client.remove_watches("/app/a", WatcherType::Data).await,
+    );
+    drop(kept);
+    if !profile.supports(Feature::Reconfig) {
+        let change = Reconfig::incremental().remove_server(9);
+        assert!(matches!(
+            client.reconfig(&change).await,
+            Err(Error::Unimplemented(Feature::Reconfig))
+        ));
+    }
+
+    // Still the same session on the same connection, and still working.
+    client.set_data("/app/a", b"5", None).await.unwrap();
+    assert_eq!(client.session_id(), session);
+    assert_eq!(client.connection_epoch(), epoch, "a connection was lost");
+    assert_eq!(client.state(), SessionState::Connected);
+    env.assert_nothing_unsupported_sent();
+    client.close().await.unwrap();
+}
+
+/// Waits until the cache holds what the server holds under `/app` and replays its events
+/// from `start` to the same tree.
+async fn cache_matches(env: &Env, cache: &Cache, recorder: &Recorder, start: &Tree) {
+    let marker = format!(
+        "{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos()
+    );
+    env.admin
+        .set_data("/app/marker", marker.as_bytes(), None)
+        .await
+        .unwrap();
+    wait_marker(cache, "/app/marker", marker.as_bytes(), LIMIT).await;
+    let expected = server_tree(&env.admin, "/app", None).await;
+    let problems = diff(&expected, &cache_tree(cache));
+    assert!(
+        problems.is_empty(),
+        "{}: snapshot {problems:#?}",
+        env.case.name()
+    );
+    // The events up to the marker's.
+    let end = Instant::now() + LIMIT;
+    loop {
+        let mut replay = Replay::new(start.clone());
+        let problems = replay.apply(&recorder.all());
+        assert!(
+            problems.is_empty(),
+            "{}: events {problems:#?}",
+            env.case.name()
+        );
+        if replay.tree == expected {
+            break;
+        }
+        assert!(
+            Instant::now() < end,
+            "{}: events do not replay to the server's tree",
+            env.case.name()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A lock, a leader latch and a cache on the flavour.
+async fn recipes(case: Case) {
+    let env = Env::start(case).await;
+    env.admin
+        .create("/app/marker", b"", &CreateOptions::persistent())
+        .await
+        .unwrap();
+
+    // Cache: created, changed, deleted, nested, through one-shot watches where needed.
+    let client = env.client().await;
+    let (cache, events) = Cache::builder("/app")
+        .build_with_events(client.clone())
+        .unwrap();
+    let (recorder, _task) = Recorder::start(events);
+    tokio::time::timeout(LIMIT, cache.ready())
+        .await
+        .unwrap()
+        .unwrap();
+    let start = Tree::new();
+    let admin = &env.admin;
+    let opts = CreateOptions::persistent();
+    admin.create("/app/n1", b"1", &opts).await.unwrap();
+    admin
+        .create_all("/app/n2/deep/er", b"d", &opts)
+        .await
+        .unwrap();
+    cache_matches(&env, &cache, &recorder, &start).await;
+    admin.set_data("/app/n1", b"1b", None).await.unwrap();
+    admin.delete("/app/n2/deep/er", None).await.unwrap();
+    admin
+        .create("/app/n2/deep/other", b"o", &opts)
+        .await
+        .unwrap();
+    admin.delete("/app/n1", None).await.unwrap();
+    admin.create("/app/n1", b"again", &opts).await.unwrap();
+    cache_matches(&env, &cache, &recorder, &start).await;
+
+    // Lock: two sessions take turns.
+    let other = env.client().await;
+    let a = FairLock::new(client.clone(), "/locks/l").unwrap();
+    let b = FairLock::new(other.clone(), "/locks/l").unwrap();
+    let held = a.acquire_timeout(LIMIT).await.unwrap();
+    assert!(matches!(
+        b.acquire_timeout(Duration::from_millis(300)).await,
+        Err(zk_recipes::Error::Timeout)
+    ));
+    held.release().await.unwrap();
+    let held = b.acquire_timeout(LIMIT).await.unwrap();
+    held.release().await.unwrap();
+
+    // Leader latch: one of two leads, the other takes over on close.
+    let (m1, m2) = (env.manager().await, env.manager().await);
+    let l1 = LeaderLatch::new_managed(&m1, "/election", "one", LeadershipPolicy::Standard).unwrap();
+    l1.ready_timeout(LIMIT).await.unwrap();
+    let l2 = LeaderLatch::new_managed(&m2, "/election", "two", LeadershipPolicy::Standard).unwrap();
+    assert!(l1.is_leader());
+    l1.close().await.unwrap();
+    l2.ready_timeout(LIMIT).await.unwrap();
+    l2.close().await.unwrap();
+
+    cache.close().await.unwrap();
+    assert_eq!(client.state(), SessionState::Connected);
+    assert_eq!(other.state(), SessionState::Connected);
+    env.assert_nothing_unsupported_sent();
+}
+
+macro_rules! flavour_tests {
+    ($($case:ident: $ops:ident, $recipes:ident;)*) => {$(
+        #[tokio::test]
+        async fn $ops() {
+            operations(Case::$case).await;
+        }
+
+        #[tokio::test]
+        async fn $recipes() {
+            recipes(Case::$case).await;
+        }
+    )*};
+}
+
+flavour_tests! {
+    ZooKeeper34: operations_on_zookeeper_3_4, recipes_on_zookeeper_3_4;
+    ZooKeeper35: operations_on_zookeeper_3_5, recipes_on_zookeeper_3_5;
+    ZooKeeper36: operations_on_zookeeper_3_6, recipes_on_zookeeper_3_6;
+    ZooKeeper38: operations_on_zookeeper_3_8, recipes_on_zookeeper_3_8;
+    ZooKeeper39: operations_on_zookeeper_3_9_as_3_8, recipes_on_zookeeper_3_9_as_3_8;
+    KeeperOld: operations_on_keeper_before_2025, recipes_on_keeper_before_2025;
+    Keeper2026: operations_on_keeper_2026, recipes_on_keeper_2026;
+}
+
+/// A client that assumes 3.8 in front of a 3.5: the server's `UNIMPLEMENTED` (and the
+/// connection it closes) teaches it, the session survives, and the next call stays local.
+#[tokio::test]
+async fn an_unimplemented_answer_narrows_the_profile_and_the_session_survives() {
+    let env = Env::start(Case::ZooKeeper35).await;
+    let client = Client::builder(&env.hosts)
+        .session_timeout(Duration::from_secs(6))
+        .connect()
+        .await
+        .unwrap();
+    let session = client.session_id();
+    let epoch = client.connection_epoch();
+    assert!(client.server_profile().supports(Feature::AddWatch));
+    let first = client
+        .add_watch("/app", AddWatchMode::PersistentRecursive)
+        .await;
+    assert!(
+        matches!(first, Err(Error::Unimplemented(Feature::AddWatch))),
+        "{first:?}"
+    );
+    assert!(!client.server_profile().supports(Feature::AddWatch));
+    assert_eq!(env.proxy.stats().unsupported_requests, 1);
+    // ZooKeeper closed the connection after its answer: the client reconnects and the
+    // session resumes.
+    let end = Instant::now() + LIMIT;
+    while client.connection_epoch() == epoch {
+        assert!(
+            Instant::now() < end,
+            "the server did not close the connection"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    client.wait_connected(LIMIT).await.unwrap();
+    client.exists("/app").await.unwrap();
+    assert_eq!(client.session_id(), session);
+    let again = client
+        .add_watch("/app", AddWatchMode::PersistentRecursive)
+        .await;
+    assert!(matches!(
+        again,
+        Err(Error::Unimplemented(Feature::AddWatch))
+    ));
+    assert_eq!(env.proxy.stats().unsupported_requests, 1, "sent again");
+}
+
+/// Keeper never resumes: a reconnect gets a new session, which the client reports as the end
+/// of its own (`Expired`), never carrying on unaware.
+#[tokio::test]
+async fn a_keeper_reconnect_ends_the_session_as_expired() {
+    let env = Env::start(Case::KeeperOld).await;
+    let client = env.client().await;
+    client
+        .create("/app/mine", b"", &CreateOptions::ephemeral())
+        .await
+        .unwrap();
+    let sessions = env.proxy.stats().new_sessions;
+    env.proxy.cut(Cut::Close);
+    let mut states = client.watch();
+    let end = tokio::time::timeout(LIMIT, states.wait_for(SessionState::is_terminal))
+        .await
+        .expect("the session ends");
+    assert_eq!(end, SessionState::Expired);
+    assert!(
+        env.proxy.stats().new_sessions > sessions,
+        "resume not turned into a new session"
+    );
+    assert!(matches!(
+        client.exists("/app").await,
+        Err(Error::SessionExpired)
+    ));
+    env.assert_nothing_unsupported_sent();
+}
+
+/// On Keeper a `SessionManager` carries a cache (one-shot watches) over to a new session.
+#[tokio::test]
+async fn a_session_manager_carries_a_one_shot_cache_over_a_keeper_reconnect() {
+    let env = Env::start(Case::KeeperOld).await;
+    env.admin
+        .create("/app/marker", b"", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    let manager = env.manager().await;
+    let (cache, events) = Cache::builder("/app")
+        .build_managed_with_events(&manager)
+        .unwrap();
+    let (recorder, _task) = Recorder::start(events);
+    tokio::time::timeout(LIMIT, cache.ready())
+        .await
+        .unwrap()
+        .unwrap();
+    let opts = CreateOptions::persistent();
+    env.admin.create("/app/before", b"b", &opts).await.unwrap();
+    cache_matches(&env, &cache, &recorder, &Tree::new()).await;
+    let first = manager.current().number;
+    env.proxy.cut(Cut::Close);
+    env.admin.create("/app/during", b"d", &opts).await.unwrap();
+    env.admin.delete("/app/before", None).await.unwrap();
+    let end = Instant::now() + LIMIT;
+    while manager.current().number == first {
+        assert!(Instant::now() < end, "no new session");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    env.admin.create("/app/after", b"a", &opts).await.unwrap();
+    cache_matches(&env, &cache, &recorder, &Tree::new()).await;
+    env.assert_nothing_unsupported_sent();
+    cache.close().await.unwrap();
+}
+
+/// Random writes under the cache's root: creates (with parents), data changes, deletes.
+async fn write_batch(admin: &Client, seed: u64, ops: usize) {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    for _ in 0..ops {
+        let depth = rng.gen_range(1..=3);
+        let mut path = "/app".to_owned();
+        for level in 0..depth {
+            path.push_str(&format!(
+                "/{}{}",
+                ["n", "m", "k"][level],
+                rng.gen_range(0..3)
+            ));
+        }
+        let data = format!("v{}", rng.gen_range(0..1000));
+        let result = match rng.gen_range(0..10) {
+            0..=3 => admin
+                .create_all(&path, data.as_bytes(), &CreateOptions::persistent())
+                .await
+                .map(drop),
+            4..=6 => admin.set_data(&path, data.as_bytes(), None).await.map(drop),
+            _ => admin.delete(&path, None).await,
+        };
+        match result {
+            Ok(()) | Err(Error::NoNode | Error::NodeExists | Error::NotEmpty) => {}
+            Err(e) => panic!("write {path}: {e}"),
+        }
+    }
+}
+
+/// The one-shot cache under connection faults: each round writes while the proxy cuts,
+/// delays or partitions the cache's connection, then the cache must equal a fresh read and
+/// its events must replay to it. On ZooKeeper the session resumes (one-shot watches are
+/// re-registered and a pass re-reads); on Keeper each cut is a new session of the manager.
+async fn one_shot_cache_under_faults(case: Case, rounds: u64) {
+    use integration_tests::proxy::Mode;
+    let env = Env::start(case).await;
+    env.admin
+        .create("/app/marker", b"", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    let manager = env.manager().await;
+    assert!(!manager
+        .client()
+        .server_profile()
+        .supports(Feature::AddWatch));
+    let (cache, events) = Cache::builder("/app")
+        .build_managed_with_events(&manager)
+        .unwrap();
+    let (recorder, _task) = Recorder::start(events);
+    tokio::time::timeout(LIMIT, cache.ready())
+        .await
+        .unwrap()
+        .unwrap();
+    for round in 0..rounds {
+        match round % 3 {
+            0 => env.proxy.cut(Cut::Reset),
+            1 => env.proxy.set_mode(Mode::Delay(Duration::from_millis(30))),
+            _ => env.proxy.set_mode(Mode::Blackhole),
+        }
+        write_batch(&env.admin, round, 25).await;
+        env.proxy.set_mode(Mode::Pass);
+        cache_matches(&env, &cache, &recorder, &Tree::new()).await;
+    }
+    env.assert_nothing_unsupported_sent();
+    cache.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn one_shot_cache_matches_the_server_under_faults_on_zookeeper_3_5() {
+    one_shot_cache_under_faults(Case::ZooKeeper35, 9).await;
+}
+
+#[tokio::test]
+async fn one_shot_cache_matches_the_server_under_faults_on_keeper_before_2025() {
+    one_shot_cache_under_faults(Case::KeeperOld, 6).await;
+}

@@ -1,0 +1,226 @@
+//! Server profiles against a scripted fake server: what a profile lacks is never sent, creates
+//! use `create2` only when a `Stat` is needed, an `UNIMPLEMENTED` answer narrows the profile,
+//! and detection reads Keeper's feature nodes outside the chroot.
+
+use bytes::Bytes;
+use zk_client::{AddWatchMode, Client, CreateOptions, Error, Feature, Flavour, Op, ServerProfile};
+use zk_proto::records::{
+    Create2Response, CreateResponse, ExistsResponse, GetDataRequest, MultiResponse, MultiResult,
+};
+use zk_proto::{decode_prefix, ErrorCode, OpCode, Stat};
+use zk_test_support::{data_reply, encode, within, Conn, FakeServer};
+
+async fn connect(server: &FakeServer, profile: ServerProfile) -> (Client, Conn) {
+    zk_test_support::connect_client(server, "/app", 0x1, 30_000, move |b| b.server(profile)).await
+}
+
+fn stat(czxid: i64) -> Stat {
+    Stat {
+        czxid,
+        ..Stat::default()
+    }
+}
+
+#[tokio::test]
+async fn calls_the_profile_lacks_fail_locally_and_are_never_sent() {
+    let server = FakeServer::start().await;
+    let (client, mut conn) = connect(&server, ServerProfile::zookeeper(3, 5)).await;
+    let refused = client.add_watch("/a", AddWatchMode::PersistentRecursive);
+    let whoami = client.whoami();
+    let ephemerals = client.get_ephemerals("/");
+    // The next request on the wire is this read: nothing before it was sent.
+    let read = client.get_data("/a");
+    let req = conn.read_non_ping().await.unwrap();
+    assert_eq!(req.op, OpCode::GetData.as_i32());
+    conn.reply(req.xid, 2, ErrorCode::Ok, &data_reply(b"x"))
+        .await;
+    assert!(matches!(
+        within("add_watch", refused).await,
+        Err(Error::Unimplemented(Feature::AddWatch))
+    ));
+    assert!(matches!(
+        within("whoami", whoami).await,
+        Err(Error::Unimplemented(Feature::WhoAmI))
+    ));
+    assert!(matches!(
+        within("ephemerals", ephemerals).await,
+        Err(Error::Unimplemented(Feature::GetEphemerals))
+    ));
+    assert_eq!(&within("read", read).await.unwrap().0[..], b"x");
+    let err = Error::Unimplemented(Feature::AddWatch);
+    assert_eq!(err.code(), Some(ErrorCode::Unimplemented));
+    assert!(!err.is_retryable() && !err.is_terminal());
+}
+
+#[tokio::test]
+async fn create_path_and_multi_creates_are_plain_and_create_uses_create2() {
+    let server = FakeServer::start().await;
+    let (client, mut conn) = connect(&server, ServerProfile::default()).await;
+    let plain = client.create_path("/p", b"", &CreateOptions::persistent());
+    let req = conn.read_non_ping().await.unwrap();
+    assert_eq!(req.op, OpCode::Create.as_i32());
+    let body = encode(&CreateResponse {
+        path: "/app/p".into(),
+    });
+    conn.reply(req.xid, 2, ErrorCode::Ok, &body).await;
+    assert_eq!(within("create_path", plain).await.unwrap(), "/p");
+
+    let with_stat = client.create("/s", b"", &CreateOptions::persistent());
+    let req = conn.read_non_ping().await.unwrap();
+    assert_eq!(req.op, OpCode::Create2.as_i32());
+    let body = encode(&Create2Response {
+        path: "/app/s".into(),
+        stat: stat(7),
+    });
+    conn.reply(req.xid, 3, ErrorCode::Ok, &body).await;
+    let (path, got) = within("create", with_stat).await.unwrap();
+    assert_eq!((path.as_str(), got.czxid), ("/s", 7));
+
+    let multi = client.multi(&[Op::create("/m", b"", &CreateOptions::persistent())]);
+    let req = conn.read_non_ping().await.unwrap();
+    assert_eq!(req.op, OpCode::Multi.as_i32());
+    // The first MultiHeader's type is the sub-op's opcode.
+    assert_eq!(&req.body[..4], &OpCode::Create.as_i32().to_be_bytes());
+    let body = encode(&MultiResponse {
+        results: vec![MultiResult::Create(CreateResponse {
+            path: "/app/m".into(),
+        })],
+    });
+    conn.reply(req.xid, 4, ErrorCode::Ok, &body).await;
+    within("multi", multi).await.unwrap();
+}
+
+#[tokio::test]
+async fn without_create2_create_reads_the_stat_and_containers_are_refused() {
+    let server = FakeServer::start().await;
+    let (client, mut conn) = connect(&server, ServerProfile::keeper()).await;
+    let container = client.create("/c", b"", &CreateOptions::container());
+    let multi = client.multi(&[Op::create("/c", b"", &CreateOptions::container())]);
+    // Spawned: the `exists` goes out only once the create's reply is in.
+    let create = tokio::spawn(client.create("/k", b"", &CreateOptions::ephemeral()));
+    let req = conn.read_non_ping().await.unwrap();
+    assert_eq!(
+        req.op,
+        OpCode::Create.as_i32(),
+        "the container create was sent"
+    );
+    let body = encode(&CreateResponse {
+        path: "/app/k".into(),
+    });
+    conn.reply(req.xid, 2, ErrorCode::Ok, &body).await;
+    let req = within("exists", conn.read_non_ping()).await.unwrap();
+    assert_eq!(req.op, OpCode::Exists.as_i32());
+    let read: GetDataRequest = decode_prefix(req.body.clone()).unwrap();
+    assert_eq!(read.path, "/app/k");
+    let body = encode(&ExistsResponse { stat: stat(9) });
+    conn.reply(req.xid, 2, ErrorCode::Ok, &body).await;
+    let (path, got) = within("create", create).await.unwrap().unwrap();
+    assert_eq!((path.as_str(), got.czxid), ("/k", 9));
+    for refused in [
+        within("container", container).await.map(drop),
+        within("multi", multi).await.map(drop),
+    ] {
+        assert!(
+            matches!(refused, Err(Error::Unimplemented(Feature::Container))),
+            "{refused:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_unimplemented_answer_narrows_the_profile() {
+    let server = FakeServer::start().await;
+    let (client, mut conn) = connect(&server, ServerProfile::default()).await;
+    let first = client.add_watch("/a", AddWatchMode::Persistent);
+    let req = conn.read_non_ping().await.unwrap();
+    assert_eq!(req.op, OpCode::AddWatch.as_i32());
+    conn.reply(req.xid, 2, ErrorCode::Unimplemented, &[]).await;
+    assert!(matches!(
+        within("add_watch", first).await,
+        Err(Error::Unimplemented(Feature::AddWatch))
+    ));
+    assert!(!client.server_profile().supports(Feature::AddWatch));
+    // The second one stays local: the next request on the wire is the read.
+    let second = client.add_watch("/a", AddWatchMode::Persistent);
+    let read = client.exists("/a");
+    let req = conn.read_non_ping().await.unwrap();
+    assert_eq!(req.op, OpCode::Exists.as_i32());
+    conn.reply(req.xid, 3, ErrorCode::NoNode, &[]).await;
+    assert!(within("exists", read).await.unwrap().is_none());
+    assert!(matches!(
+        within("add_watch", second).await,
+        Err(Error::Unimplemented(Feature::AddWatch))
+    ));
+    // Other codes are untouched.
+    let other = client.whoami();
+    let req = conn.read_non_ping().await.unwrap();
+    conn.reply(req.xid, 3, ErrorCode::NoAuth, &[]).await;
+    assert!(matches!(within("whoami", other).await, Err(Error::NoAuth)));
+}
+
+/// Serves a `detect_server` connect: answers the two reads with `api` and `flags`
+/// (`None`: `NoNode`), checking they are outside the chroot; returns the client.
+async fn detect(
+    server: &FakeServer,
+    configured: ServerProfile,
+    api: Option<&'static [u8]>,
+    flags: Option<&'static [u8]>,
+) -> Client {
+    let hosts = format!("{}/app", server.addr());
+    let client = tokio::spawn(async move {
+        Client::builder(&hosts)
+            .server(configured)
+            .detect_server(true)
+            .connect()
+            .await
+    });
+    let (mut conn, _) = server.accept_session(0x2, 30_000).await;
+    for (path, answer) in [
+        ("/keeper/api_version", api),
+        ("/keeper/feature_flags", flags),
+    ] {
+        let req = conn.read_non_ping().await.unwrap();
+        assert_eq!(req.op, OpCode::GetData.as_i32());
+        let read: GetDataRequest = decode_prefix(req.body.clone()).unwrap();
+        assert_eq!(read.path, path);
+        match answer {
+            Some(data) => {
+                conn.reply(req.xid, 1, ErrorCode::Ok, &data_reply(data))
+                    .await
+            }
+            None => {
+                conn.reply(req.xid, 1, ErrorCode::NoNode, &Bytes::new())
+                    .await
+            }
+        }
+    }
+    let client = within("connect", client).await.unwrap().unwrap();
+    // Keep the connection open for the caller's checks.
+    tokio::spawn(async move { conn.expect_eof().await });
+    client
+}
+
+#[tokio::test]
+async fn detection_reads_keepers_nodes_and_leaves_zookeeper_as_configured() {
+    let server = FakeServer::start().await;
+    let zk = detect(&server, ServerProfile::zookeeper(3, 6), None, None).await;
+    assert_eq!(zk.server_profile(), ServerProfile::zookeeper(3, 6));
+    let old = detect(&server, ServerProfile::default(), Some(b"2"), None).await;
+    assert_eq!(old.server_profile().flavour(), Flavour::Keeper);
+    assert_eq!(
+        old.server_profile(),
+        ServerProfile::keeper().with(Feature::MultiRead)
+    );
+    let flagged = detect(
+        &server,
+        ServerProfile::keeper().with(Feature::Create2),
+        Some(b"3"),
+        Some(&[0b1000_0000]),
+    )
+    .await;
+    // Flags present without MULTI_READ: no multiRead; the user's create2 kept.
+    assert_eq!(
+        flagged.server_profile(),
+        ServerProfile::keeper().with(Feature::Create2)
+    );
+}

@@ -131,6 +131,72 @@ async fn protected_create_returns_the_one_node_when_the_reply_is_lost_in_every_m
     );
 }
 
+/// getChildren's opcode (the recovery's listing).
+const GET_CHILDREN: i32 = 8;
+
+/// Faults at every step of the protected create: the create request itself dropped (the
+/// connection closed before the server saw it), then the create's reply, the recovery
+/// listing's reply and the owner check's reply dropped one after the other.
+#[tokio::test]
+async fn protected_create_survives_a_fault_at_every_step() {
+    let (proxy, client, admin, _) = setup("safe_protected_steps").await;
+    admin
+        .create_all("/s", b"", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    let session = client.session_id();
+    for mode in [CreateMode::Persistent, CreateMode::EphemeralSequential] {
+        // The request never reaches the server: created by the second try, not recovered.
+        proxy.drop_on(Some(DropRule::opcode(op::CREATE2)));
+        let made = tokio::spawn({
+            let client = client.clone();
+            async move {
+                writes::create_protected(&client, "/s/n-", b"x", &CreateOptions::new(mode)).await
+            }
+        });
+        let before = proxy.stats().requests_dropped;
+        eventually(
+            "create request dropped",
+            Duration::from_secs(10),
+            || async { (proxy.stats().requests_dropped > before).then_some(()) },
+        )
+        .await;
+        proxy.drop_on(None);
+        let made = within("create", made).await.unwrap().unwrap();
+        assert!(!made.recovered, "{mode:?}: the first create never applied");
+        assert_eq!(children(&admin, "/s").await, vec![made.name().to_owned()]);
+        admin.delete(&made.path, None).await.unwrap();
+
+        // Reply of the create, then of the listing, then of the exists, each dropped.
+        for faults in [1, 2, 3] {
+            proxy.drop_next_create_reply();
+            if faults >= 2 {
+                proxy.drop_next_reply_to(GET_CHILDREN);
+            }
+            if faults >= 3 {
+                proxy.drop_next_reply_to(op::EXISTS);
+            }
+            let made = within(
+                "create",
+                writes::create_protected(&client, "/s/n-", b"x", &CreateOptions::new(mode)),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{mode:?}, {faults} faults: {e}"));
+            dropped(&proxy, "create/list/exists").await;
+            assert!(made.recovered, "{mode:?}, {faults} faults");
+            assert_eq!(
+                children(&admin, "/s").await,
+                vec![made.name().to_owned()],
+                "{mode:?}, {faults} faults: exactly one node"
+            );
+            admin.delete(&made.path, None).await.unwrap();
+        }
+    }
+    assert_eq!(client.session_id(), session);
+    let stats = proxy.stats();
+    assert_eq!(stats.create_replies_dropped, 12, "{stats:?}");
+}
+
 #[tokio::test]
 async fn a_failed_protected_create_leaves_nothing_behind() {
     let (_proxy, client, admin, _) = setup("safe_protected_fail").await;

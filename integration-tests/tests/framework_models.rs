@@ -2,7 +2,8 @@
 //! writes, compare-and-set updates by concurrent updaters losing no update, an update
 //! through a lost reply applied once, and the typed cache view (decoded once per change,
 //! a node that does not decode reported as that node's error), compressed both ways and
-//! reading what Curator 5.4 wrote with `compressed()`.
+//! reading what Curator 5.4 wrote with `compressed()`; JSON as Jackson writes and reads it
+//! (`java/JacksonModel.java`, the bytes of x-async's `JacksonModelSerializer`).
 
 mod common;
 mod members_common;
@@ -312,6 +313,41 @@ async fn compressed_models_and_caches_read_curators_gzip() {
     assert_eq!(answer, format!("DATA {}", hex(&expected)));
     java.close().await;
     view.cache().close().await.unwrap();
+}
+
+#[tokio::test]
+async fn jackson_written_models_read_here_and_back() {
+    let server = standalone().await;
+    let root = chroot(server, "model_jackson").await;
+    let hosts = server.hosts(&root);
+    let client = connect(&hosts).await;
+    let mut java = JavaPeer::start("JacksonModel.java", &[&hosts], true).await;
+    assert_eq!(java.ask("write /m/java api 4").await, "WRITTEN");
+    let model: Model<Config, Json> = Model::new(client, "/m/java", Json).unwrap();
+    assert_eq!(
+        model.get().await.unwrap().value,
+        Config {
+            name: "api".into(),
+            replicas: 4
+        }
+    );
+    model
+        .update(|c| Config {
+            replicas: c.replicas * 2,
+            ..c
+        })
+        .await
+        .unwrap();
+    assert_eq!(java.ask("read /m/java").await, "CONFIG api 8");
+    let ours = model.child("ours").unwrap();
+    ours.create(&Config {
+        name: "rust".into(),
+        replicas: 1,
+    })
+    .await
+    .unwrap();
+    assert_eq!(java.ask("read /m/java/ours").await, "CONFIG rust 1");
+    java.close().await;
 }
 
 fn hex(data: &[u8]) -> String {

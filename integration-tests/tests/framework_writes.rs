@@ -524,6 +524,21 @@ async fn guaranteed_delete_goes_on_through_a_lost_reply_and_a_partition() {
         Some(Some(DeleteOutcome::AlreadyGone))
     );
     delete.close().await.unwrap();
+    // A node with children cannot be deleted by trying again: NotEmpty at once, kept.
+    admin
+        .create_all("/ne/child", b"", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    let delete = GuaranteedDelete::new(client.clone(), "/ne").unwrap();
+    let outcome = delete.outcome_timeout(Duration::from_secs(30)).await;
+    assert!(
+        matches!(
+            outcome,
+            Err(zk_recipes::Error::Client(zk_client::Error::NotEmpty))
+        ),
+        "{outcome:?}"
+    );
+    assert!(admin.exists("/ne").await.unwrap().is_some());
 }
 
 #[tokio::test]

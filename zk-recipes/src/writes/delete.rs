@@ -318,6 +318,75 @@ async fn delete_guaranteed(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::time::Instant;
+    use zk_proto::records::{DeleteRequest, ExistsResponse};
+    use zk_proto::{ErrorCode, OpCode, Stat};
+    use zk_test_support::{connect_client, encode, within as limit, FakeServer};
+
+    use crate::retry::PAUSE_FIRST;
+
+    /// A server that keeps answering the delete with `Throttled`: the guaranteed delete
+    /// tries again after growing pauses (never at once), and ends with the node deleted
+    /// once the server accepts.
+    #[tokio::test]
+    async fn a_refused_delete_is_tried_again_after_growing_pauses() {
+        let server = FakeServer::start().await;
+        let (client, mut conn) = connect_client(&server, "", 7, 30_000, |b| b).await;
+        let delete = GuaranteedDelete::new(client, "/n").unwrap();
+        let stat = Stat {
+            czxid: 5,
+            version: 3,
+            ..Stat::default()
+        };
+        let mut deletes = Vec::new();
+        for turn in 0..4 {
+            let exists = limit("exists", conn.read_non_ping()).await.unwrap();
+            assert_eq!(exists.op, i32::from(OpCode::Exists));
+            conn.reply(
+                exists.xid,
+                1,
+                ErrorCode::Ok,
+                &encode(&ExistsResponse { stat: stat.clone() }),
+            )
+            .await;
+            let del = limit("delete", conn.read_non_ping()).await.unwrap();
+            assert_eq!(del.op, i32::from(OpCode::Delete));
+            // At the version read: never a blind delete of whatever is there.
+            let request = zk_proto::decode_prefix::<DeleteRequest>(del.body.clone()).unwrap();
+            assert_eq!((request.path.as_str(), request.version), ("/n", 3));
+            deletes.push(Instant::now());
+            let answer = if turn < 3 {
+                ErrorCode::Throttled
+            } else {
+                ErrorCode::Ok
+            };
+            conn.reply(del.xid, 1, answer, &[]).await;
+        }
+        assert_eq!(
+            limit("outcome", delete.outcome()).await.unwrap(),
+            DeleteOutcome::Deleted
+        );
+        let gaps: Vec<_> = deletes.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(gaps[0] >= PAUSE_FIRST / 2, "{gaps:?}");
+        assert!(gaps[1] >= PAUSE_FIRST, "{gaps:?}");
+        assert!(gaps[2] >= PAUSE_FIRST * 2, "{gaps:?}");
+    }
+
+    #[tokio::test]
+    async fn close_stops_a_delete_that_cannot_finish() {
+        let server = FakeServer::start().await;
+        let (client, mut conn) = connect_client(&server, "", 8, 30_000, |b| b).await;
+        let delete = GuaranteedDelete::new(client, "/n").unwrap();
+        // The exists is never answered.
+        let _ = limit("exists", conn.read_non_ping()).await.unwrap();
+        assert!(delete.try_outcome().is_none());
+        limit("close", delete.close()).await.unwrap();
+        let outcome = delete.try_outcome();
+        assert!(
+            matches!(outcome, Some(Err(Error::Client(zk_client::Error::Closed)))),
+            "{outcome:?}"
+        );
+    }
 
     #[test]
     fn only_errors_a_retry_cannot_mend_end_the_delete() {

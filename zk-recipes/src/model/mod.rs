@@ -1,5 +1,5 @@
 //! Typed nodes: a [`Model<T, C>`] reads and writes one node's data as a `T` through a
-//! [`Codec`] (JSON with [`Json`], feature `json`; bytes with [`Raw`]; or your own), with
+//! [`Codec`] (JSON with `Json`, feature `json`; bytes with [`Raw`]; or your own), with
 //! versioned writes and a read-modify-write [`update`](Model::update) that retries on
 //! `BadVersion`; a [`ModelCache`] is the same typed view over a [`Cache`](crate::cache::Cache).
 //! Curator's x-async `ModeledFramework` and `CachedModeledFramework`, in Rust's terms.

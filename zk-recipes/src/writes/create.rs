@@ -254,6 +254,52 @@ fn is_ours(mode: CreateMode, session: i64, data: &[u8], stored: &[u8], stat: &St
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zk_proto::records::Create2Response;
+    use zk_proto::OpCode;
+    use zk_test_support::{connect_client, encode, within, Conn, FakeServer};
+
+    /// Reads the next request, checks its opcode and the path it starts with, answers `code`.
+    async fn answer(conn: &mut Conn, op: OpCode, path: &str, code: ErrorCode) {
+        let req = within("request", conn.read_non_ping()).await.unwrap();
+        assert_eq!(req.op, i32::from(op), "{path}");
+        let sent = zk_proto::decode_prefix::<String>(req.body.clone()).unwrap();
+        assert_eq!(sent, path);
+        let body = if code == ErrorCode::Ok {
+            encode(&Create2Response {
+                path: path.to_owned(),
+                stat: Stat::default(),
+            })
+        } else {
+            Default::default()
+        };
+        conn.reply(req.xid, 1, code, &body).await;
+    }
+
+    /// A server without containers (before 3.5) answers their create with `Unimplemented`:
+    /// `create_all` makes the parents persistent instead, as Curator falls back.
+    #[tokio::test]
+    async fn parents_fall_back_to_persistent_without_containers() {
+        let server = FakeServer::start().await;
+        let (client, mut conn) = connect_client(&server, "", 9, 30_000, |b| b).await;
+        let made = tokio::spawn(async move {
+            create_all(&client, "/a/b", b"x", &CreateOptions::persistent()).await
+        });
+        answer(&mut conn, OpCode::Create2, "/a/b", ErrorCode::NoNode).await;
+        answer(
+            &mut conn,
+            OpCode::CreateContainer,
+            "/a",
+            ErrorCode::Unimplemented,
+        )
+        .await;
+        answer(&mut conn, OpCode::Create2, "/a/b", ErrorCode::NoNode).await;
+        // Again, with persistent parents.
+        answer(&mut conn, OpCode::Create2, "/a/b", ErrorCode::NoNode).await;
+        answer(&mut conn, OpCode::Create2, "/a", ErrorCode::Ok).await;
+        answer(&mut conn, OpCode::Create2, "/a/b", ErrorCode::Ok).await;
+        let (path, _) = within("create_all", made).await.unwrap().unwrap();
+        assert_eq!(path, "/a/b");
+    }
 
     #[test]
     fn a_found_node_is_ours_only_as_our_create_would_have_made_it() {

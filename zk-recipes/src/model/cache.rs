@@ -10,14 +10,17 @@ use super::node::Versioned;
 use crate::cache::{Cache, ChildData};
 use crate::error::Result;
 
+/// A decoded node: the `mzxid` it was decoded at, and the value or the decode error.
+type Decoded<T> = (i64, Result<Arc<T>>);
+
 /// A [`Cache`] whose nodes read as `T` through a codec (Curator's
 /// `CachedModeledFramework`), and, with [`compressed`](Self::compressed), decompressed
 /// first (Curator's `CuratorCache` with `COMPRESSED_DATA`: with [`Raw`](super::Raw) as the
 /// codec, a decompressing view of the bytes).
 ///
 /// Each node is decoded at most once per change (per `mzxid`) and shared as an `Arc<T>`; a
-/// node whose data does not decode is reported as that node's error, every time it is
-/// read, and never stops the cache or the other nodes.
+/// node whose data does not decode is reported as that node's error (also decoded once per
+/// change), every time it is read, and never stops the cache or the other nodes.
 ///
 /// ```no_run
 /// # async fn f(client: zk_client::Client) -> zk_recipes::Result<()> {
@@ -36,8 +39,8 @@ use crate::error::Result;
 pub struct ModelCache<T, C> {
     cache: Cache,
     format: Format<C>,
-    /// Decoded values by path, with the `mzxid` they were decoded at.
-    decoded: Mutex<HashMap<String, (i64, Arc<T>)>>,
+    /// Decoded values (or decode errors) by path, with the `mzxid` they were decoded at.
+    decoded: Mutex<HashMap<String, Decoded<T>>>,
 }
 
 impl<T, C> std::fmt::Debug for ModelCache<T, C> {
@@ -119,18 +122,18 @@ impl<T, C: Codec<T>> ModelCache<T, C> {
         let known = self
             .lock()
             .get(&node.path)
-            .and_then(|(at, value)| (*at == mzxid).then(|| Arc::clone(value)));
+            .and_then(|(at, value)| (*at == mzxid).then(|| value.clone()));
         let value = match known {
-            Some(value) => value,
+            Some(value) => value?,
             None => {
-                let value = Arc::new(self.format.decode(&node.path, data)?);
+                let value = self.format.decode(&node.path, data).map(Arc::new);
                 let mut decoded = self.lock();
                 // Forget what the cache no longer holds, now and then (bounded memory).
                 if decoded.len() > 2 * self.cache.len() + 16 {
                     decoded.retain(|path, _| self.cache.get(path).is_some());
                 }
-                decoded.insert(node.path.clone(), (mzxid, Arc::clone(&value)));
-                value
+                decoded.insert(node.path.clone(), (mzxid, value.clone()));
+                value?
             }
         };
         Ok(Some(Versioned {
@@ -150,7 +153,7 @@ impl<T, C: Codec<T>> ModelCache<T, C> {
             .collect()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (i64, Arc<T>)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Decoded<T>>> {
         self.decoded.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

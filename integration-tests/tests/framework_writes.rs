@@ -582,6 +582,37 @@ async fn guaranteed_delete_goes_on_on_the_next_session_after_an_expiry() {
     manager.close().await.unwrap();
 }
 
+/// A guaranteed delete of our own ephemeral node, on a plain client whose session expires
+/// while the delete keeps failing: the node went with the session, and the outcome says so.
+#[tokio::test]
+async fn guaranteed_delete_of_an_ephemeral_node_ends_with_its_session() {
+    let (proxy, client, admin, _) = setup("safe_guaranteed_ephemeral").await;
+    client
+        .create("/e", b"", &CreateOptions::ephemeral())
+        .await
+        .unwrap();
+    // Every delete request closes the connection before the server sees it.
+    proxy.drop_on(Some(DropRule::opcode(op::DELETE)));
+    let delete = GuaranteedDelete::new(client.clone(), "/e").unwrap();
+    eventually(
+        "delete request dropped",
+        Duration::from_secs(10),
+        || async { (proxy.stats().requests_dropped > 0).then_some(()) },
+    )
+    .await;
+    assert!(admin.exists("/e").await.unwrap().is_some());
+    let server = standalone().await;
+    expire_session(server.addr(), client.session_id(), passwd(&client))
+        .await
+        .expect("expire the session");
+    assert_eq!(
+        within("outcome", delete.outcome()).await.unwrap(),
+        DeleteOutcome::GoneWithSession
+    );
+    assert!(admin.exists("/e").await.unwrap().is_none());
+    proxy.drop_on(None);
+}
+
 #[tokio::test]
 async fn curator_reads_our_protected_names_and_we_read_its() {
     let server = standalone().await;

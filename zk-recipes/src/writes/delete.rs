@@ -23,6 +23,9 @@ pub enum DeleteOutcome {
     Deleted,
     /// There was no node at the path when this call first looked.
     AlreadyGone,
+    /// The node was an ephemeral node of the session that ended while the delete was
+    /// trying: the server removed it with that session ([`GuaranteedDelete`] only).
+    GoneWithSession,
 }
 
 /// Deletes `path` (at `version`; `None`: any), counting a missing node as success
@@ -66,6 +69,8 @@ pub async fn delete_quietly(
 #[derive(Debug, Clone, Copy)]
 struct Target {
     czxid: i64,
+    /// The node's owner session (0: not ephemeral).
+    ephemeral_owner: i64,
     /// A delete of ours was sent and its outcome is unknown (reply lost).
     maybe_applied: bool,
 }
@@ -92,6 +97,7 @@ async fn delete_on(
             None => {
                 *target = Some(Target {
                     czxid: stat.czxid,
+                    ephemeral_owner: stat.ephemeral_owner,
                     maybe_applied: false,
                 });
             }
@@ -130,8 +136,9 @@ async fn delete_on(
 ///
 /// It deletes the node found at the path when it starts (known by its `czxid`), never a
 /// node created there again by someone else later. An ephemeral node of a session that
-/// ended is gone with it: with a plain [`Client`], the end of its session ends the delete
-/// with the session's error.
+/// ended is gone with it ([`DeleteOutcome::GoneWithSession`]); otherwise, with a plain
+/// [`Client`], the end of its session ends the delete with the session's error (use
+/// [`new_managed`](Self::new_managed) to go on on the next session).
 ///
 /// Dropping the handle does **not** stop the delete (that is the point of it); it runs on
 /// until done. [`close`](Self::close) stops it.
@@ -141,7 +148,9 @@ async fn delete_on(
 /// use zk_recipes::writes::{DeleteOutcome, GuaranteedDelete};
 /// let delete = GuaranteedDelete::new(client, "/app/lease")?;
 /// match delete.outcome_timeout(std::time::Duration::from_secs(30)).await {
-///     Ok(DeleteOutcome::Deleted | DeleteOutcome::AlreadyGone) => println!("gone"),
+///     Ok(DeleteOutcome::Deleted | DeleteOutcome::AlreadyGone | DeleteOutcome::GoneWithSession) => {
+///         println!("gone")
+///     }
 ///     Err(e) => println!("still trying or failed: {e}"),
 ///     Ok(_) => {}
 /// }
@@ -298,6 +307,15 @@ async fn delete_guaranteed(
         let tried = tokio::time::Instant::now();
         match delete_on(&client, path, None, &mut target).await {
             Ok(done) => return Ok(done),
+            // An ephemeral node of the session that ended went with it.
+            Err(e)
+                if e.is_session_end()
+                    && target.is_some_and(|t| {
+                        t.ephemeral_owner != 0 && t.ephemeral_owner == client.session_id()
+                    }) =>
+            {
+                return Ok(DeleteOutcome::GoneWithSession);
+            }
             Err(e) if e.is_session_end() => match sessions.next(stop).await {
                 Ok(_) => {}
                 Err(NoNext::Stopped) => return Err(zk_client::Error::Closed.into()),

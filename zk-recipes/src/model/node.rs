@@ -13,6 +13,11 @@ use crate::error::{Error, Result};
 use crate::retry::{gave_up, retrying, turns};
 use crate::writes::{self, DeleteOutcome};
 
+/// Whether a path segment is a parameter (`{name}`).
+fn is_parameter(segment: &str) -> bool {
+    segment.len() >= 2 && segment.starts_with('{') && segment.ends_with('}')
+}
+
 /// A typed value with the `Stat` of the node it was read from (or written to): pass
 /// `stat.version` to [`Model::set`] to write only over what was read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,7 +29,9 @@ pub struct Versioned<T> {
 }
 
 /// One node's data as a `T`, through the codec `C` (Curator's x-async `ModeledFramework`
-/// on a `ZPath`). Cheap to clone; every call is a request of its own.
+/// on a `ZPath`; a path with parameter segments, `/users/{id}`, is
+/// [`resolved`](Self::resolved) into one per node). Cheap to clone; every call is a request
+/// of its own.
 ///
 /// Reads are retried through connection losses; writes go through
 /// [`writes`](crate::writes) (a lost reply is read back, never applied twice).
@@ -113,6 +120,65 @@ impl<T, C: Codec<T>> Model<T, C> {
         &self.path
     }
 
+    /// Whether the path has no parameter segment left (`{name}`, as in Curator's `ZPath`).
+    pub fn is_resolved(&self) -> bool {
+        !self.path.split('/').any(is_parameter)
+    }
+
+    /// The model with the path's parameter segments (`{name}`, as in Curator's `ZPath`,
+    /// e.g. `/users/{id}/config`) replaced by `values`, in order: one model for many nodes of
+    /// one shape. Every operation of a model whose path still has a parameter fails with
+    /// [`Error::InvalidArgument`].
+    ///
+    /// ```
+    /// # fn f(client: zk_client::Client) -> zk_recipes::Result<()> {
+    /// use zk_recipes::model::{Model, Raw};
+    /// let configs = Model::new(client, "/users/{id}/config", Raw)?;
+    /// assert!(!configs.is_resolved());
+    /// let alice = configs.resolved(&["alice"])?;
+    /// assert_eq!(alice.path(), "/users/alice/config");
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `values` are not one per parameter, or a value is
+    /// empty, holds `/` or is `.`/`..`.
+    pub fn resolved(&self, values: &[&str]) -> Result<Model<T, C>> {
+        let mut values = values.iter();
+        let mut path = String::with_capacity(self.path.len());
+        for segment in self.path.split('/').skip(1) {
+            path.push('/');
+            if is_parameter(segment) {
+                let Some(value) = values.next() else {
+                    return Err(Error::InvalidArgument("fewer values than path parameters"));
+                };
+                crate::path::check_segment(value, "a path parameter's value")?;
+                path.push_str(value);
+            } else {
+                path.push_str(segment);
+            }
+        }
+        if values.next().is_some() {
+            return Err(Error::InvalidArgument("more values than path parameters"));
+        }
+        Ok(Model {
+            path,
+            ..self.clone()
+        })
+    }
+
+    /// The path, once resolved.
+    fn target(&self) -> Result<&str> {
+        if self.is_resolved() {
+            Ok(&self.path)
+        } else {
+            Err(Error::InvalidArgument(
+                "the model's path has unresolved parameters: call resolved()",
+            ))
+        }
+    }
+
     /// The client the model uses.
     pub fn client(&self) -> &Client {
         &self.client
@@ -143,7 +209,8 @@ impl<T, C: Codec<T>> Model<T, C> {
     ///
     /// A read: dropping the future loses nothing.
     pub async fn children(&self) -> Result<Vec<String>> {
-        let mut names = retrying(&self.client, || self.client.get_children(&self.path)).await?;
+        let path = self.target()?;
+        let mut names = retrying(&self.client, || self.client.get_children(path)).await?;
         names.sort();
         Ok(names)
     }
@@ -159,8 +226,9 @@ impl<T, C: Codec<T>> Model<T, C> {
     ///
     /// A read: dropping the future loses nothing.
     pub async fn get(&self) -> Result<Versioned<T>> {
-        let (data, stat) = retrying(&self.client, || self.client.get_data(&self.path)).await?;
-        let value = self.format.decode(&self.path, data)?;
+        let path = self.target()?;
+        let (data, stat) = retrying(&self.client, || self.client.get_data(path)).await?;
+        let value = self.format.decode(path, data)?;
         Ok(Versioned { value, stat })
     }
 
@@ -213,8 +281,9 @@ impl<T, C: Codec<T>> Model<T, C> {
     ///
     /// Dropping the future loses only the outcome.
     pub async fn set(&self, value: &T, version: Option<i32>) -> Result<Stat> {
-        let data = self.format.encode(&self.path, value)?;
-        writes::set_data(&self.client, &self.path, &data, version).await
+        let path = self.target()?;
+        let data = self.format.encode(path, value)?;
+        writes::set_data(&self.client, path, &data, version).await
     }
 
     /// Read-modify-write: reads the value, computes `change(value)` and writes it at the
@@ -260,7 +329,7 @@ impl<T, C: Codec<T>> Model<T, C> {
     ///
     /// Dropping the future loses only the outcome.
     pub async fn delete(&self, version: Option<i32>) -> Result<DeleteOutcome> {
-        writes::delete_quietly(&self.client, &self.path, version).await
+        writes::delete_quietly(&self.client, self.target()?, version).await
     }
 
     /// A typed view of a new [`Cache`] of this node's subtree, on the model's client
@@ -274,11 +343,48 @@ impl<T, C: Codec<T>> Model<T, C> {
     where
         C: Clone,
     {
-        let cache = Cache::new(self.client.clone(), &self.path)?;
+        let cache = Cache::new(self.client.clone(), self.target()?)?;
         let view = ModelCache::new(cache, self.format.codec.clone());
         Ok(match &self.format.compression {
             Some(z) => view.compressed_with(Arc::clone(z)),
             None => view,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Raw;
+
+    #[tokio::test]
+    async fn parameters_resolve_in_order_and_unresolved_paths_are_refused() {
+        let server = zk_test_support::FakeServer::start().await;
+        let (client, _conn) = zk_test_support::connect_client(&server, "", 3, 30_000, |b| b).await;
+        let model = Model::new(client, "/t/{tenant}/users/{id}", Raw).unwrap();
+        assert!(!model.is_resolved());
+        let one = model.resolved(&["acme", "7"]).unwrap();
+        assert!(one.is_resolved());
+        assert_eq!(one.path(), "/t/acme/users/7");
+        assert!(matches!(
+            model.resolved(&["acme"]),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            model.resolved(&["acme", "7", "x"]),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            model.resolved(&["a/b", "7"]),
+            Err(Error::InvalidArgument(_))
+        ));
+        // Refused before anything is sent (the fake server answers nothing).
+        assert!(matches!(model.get().await, Err(Error::InvalidArgument(_))));
+        assert!(matches!(
+            model.delete(None).await,
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(!is_parameter("{"));
+        assert!(is_parameter("{}"));
     }
 }

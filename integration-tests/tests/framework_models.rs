@@ -82,6 +82,18 @@ async fn typed_reads_and_versioned_writes() {
     // Typed children.
     configs.child("db").unwrap().create(&first).await.unwrap();
     assert_eq!(configs.children().await.unwrap(), vec!["db", "web"]);
+    let values = configs.child_values().await.unwrap();
+    let values: Vec<_> = values
+        .into_iter()
+        .map(|(name, v)| (name, v.unwrap().value))
+        .collect();
+    assert_eq!(
+        values,
+        vec![
+            ("db".to_owned(), first.clone()),
+            ("web".to_owned(), second.clone())
+        ]
+    );
     assert!(configs.child("a/b").is_err());
     // Data that does not decode is an error naming the node, never a panic.
     client
@@ -96,6 +108,13 @@ async fn typed_reads_and_versioned_writes() {
         }
         other => panic!("{other:?}"),
     }
+    let values = configs.child_values().await.unwrap();
+    assert_eq!(values.len(), 3);
+    assert!(matches!(
+        &values[0],
+        (name, Err(zk_recipes::Error::Codec { .. })) if name == "bad"
+    ));
+    assert!(values[1].1.is_ok() && values[2].1.is_ok());
     assert_eq!(web.delete(None).await.unwrap(), DeleteOutcome::Deleted);
     assert_eq!(web.delete(None).await.unwrap(), DeleteOutcome::AlreadyGone);
 }

@@ -215,6 +215,49 @@ impl<T, C: Codec<T>> Model<T, C> {
         Ok(names)
     }
 
+    /// Every child of the node as a `T`, by name, sorted (typed children: Curator's
+    /// `ModeledFramework.childrenAsZNodes`). The reads are pipelined (sent together, one
+    /// round trip); a child deleted between the listing and its read is left out; a child
+    /// whose data does not decode carries its own error.
+    ///
+    /// # Errors
+    ///
+    /// `NoNode` for the node itself; the session's end.
+    ///
+    /// # Cancel safety
+    ///
+    /// Reads only: dropping the future loses nothing.
+    pub async fn child_values(&self) -> Result<Vec<(String, Result<Versioned<T>>)>> {
+        let parent = self.target()?;
+        for _ in turns() {
+            let names = self.children().await?;
+            // Sent when called: all the reads go out before the first reply is awaited.
+            let reads: Vec<_> = names
+                .iter()
+                .map(|name| self.client.get_data(&crate::path::join(parent, name)))
+                .collect();
+            let mut values = Vec::with_capacity(names.len());
+            let mut lost = None;
+            for (name, read) in names.into_iter().zip(reads) {
+                match read.await {
+                    Ok((data, stat)) => {
+                        let path = crate::path::join(parent, &name);
+                        let value = self.format.decode(&path, data);
+                        values.push((name, value.map(|value| Versioned { value, stat })));
+                    }
+                    Err(zk_client::Error::NoNode) => {}
+                    Err(e) if e.is_connection_loss() => lost = Some(e),
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            match lost {
+                None => return Ok(values),
+                Some(e) => crate::retry::retry_after(&self.client, e).await?,
+            }
+        }
+        Err(gave_up())
+    }
+
     /// Reads and decodes the node.
     ///
     /// # Errors

@@ -1,4 +1,4 @@
-// Curator's EnsembleTracker in the ensemble-tracking scenario (integration-tests/tests/ensemble_tracking.rs):
+// Curator's EnsembleTracker in the ensemble-tracking scenario (integration-tests/tests/ensemble/tracking.rs):
 // a CuratorFramework with the tracker on (Curator's default) and a namespace, reporting the
 // connection string it uses as the ensemble changes.
 //

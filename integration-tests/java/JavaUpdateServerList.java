@@ -1,4 +1,4 @@
-// The Java client's side of the rebalancing comparison (integration-tests/tests/ensemble_rebalance.rs):
+// The Java client's side of the rebalancing comparison (integration-tests/tests/ensemble/rebalance.rs):
 // N sessions with ZooKeeper's own client, then `ZooKeeper.updateServerList` on each.
 //
 //   java -cp /usr/share/java/zookeeper.jar:/usr/share/java/slf4j-nop.jar \

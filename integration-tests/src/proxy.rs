@@ -84,7 +84,8 @@ pub struct Stats {
     pub to_server: u64,
     /// Packets forwarded to the client (the `ConnectResponse` included).
     pub to_client: u64,
-    /// Create replies dropped by [`Proxy::drop_next_create_reply`].
+    /// Create replies dropped by [`Proxy::drop_next_create_reply`] (and replies dropped by
+    /// [`Proxy::drop_next_reply_to`]).
     pub create_replies_dropped: u64,
     /// Connections closed on a request by the [`DropRule`] of [`Proxy::drop_on`].
     pub requests_dropped: u64,
@@ -115,6 +116,8 @@ struct Shared {
     to_client: AtomicU64,
     armed: AtomicU64,
     armed_total: AtomicU64,
+    /// Opcodes armed by [`Proxy::drop_next_reply_to`], one entry per reply to drop.
+    armed_ops: Mutex<Vec<i32>>,
     dropped: watch::Sender<u64>,
     dropper: Dropper,
     emulator: Emulator,
@@ -147,6 +150,7 @@ impl Proxy {
             to_client: AtomicU64::new(0),
             armed: AtomicU64::new(0),
             armed_total: AtomicU64::new(0),
+            armed_ops: Mutex::new(Vec::new()),
             dropped: watch::channel(0).0,
             dropper: Dropper::default(),
             emulator: Emulator::default(),
@@ -197,6 +201,15 @@ impl Proxy {
     pub fn drop_next_create_reply(&self) {
         self.shared.armed_total.fetch_add(1, Ordering::SeqCst);
         self.shared.armed.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Arms a one-shot fault like [`drop_next_create_reply`](Self::drop_next_create_reply)
+    /// for the next request of `opcode` (e.g. `5`, setData; `2`, delete): it is forwarded,
+    /// its reply dropped and the connection closed on both legs. Counted with the create
+    /// replies ([`Stats::create_replies_dropped`], [`wait_create_reply_dropped`](Self::wait_create_reply_dropped)).
+    pub fn drop_next_reply_to(&self, opcode: i32) {
+        self.shared.armed_total.fetch_add(1, Ordering::SeqCst);
+        lock(&self.shared.armed_ops).push(opcode);
     }
 
     /// From now on, closes the connection (both legs, FIN) instead of forwarding a request
@@ -569,6 +582,12 @@ fn inspect(shared: &Shared, ctl: &ConnCtl, dir: Dir, packet: &Bytes) -> Verdict 
                     .is_ok()
             {
                 *lock(&ctl.target_xid) = Some(xid);
+            } else if lock(&ctl.target_xid).is_none() {
+                let mut ops = lock(&shared.armed_ops);
+                if let Some(i) = ops.iter().position(|o| *o == op_code) {
+                    ops.remove(i);
+                    *lock(&ctl.target_xid) = Some(xid);
+                }
             }
             Verdict::Forward
         }

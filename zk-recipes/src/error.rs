@@ -57,6 +57,15 @@ pub enum Error {
     /// call has a timeout; nothing of ours is left behind.
     #[error("gave up after too many retries")]
     GaveUp,
+    /// A typed node's value did not encode, or its data did not decode
+    /// ([`model`](crate::model)'s codec).
+    #[error("node {path:?}: {reason}")]
+    Codec {
+        /// The node's path.
+        path: String,
+        /// What the codec said.
+        reason: String,
+    },
 }
 
 impl Error {

@@ -18,6 +18,8 @@
 //! | [`barrier`] | [`DistributedBarrier`](barrier::DistributedBarrier), [`DistributedDoubleBarrier`](barrier::DistributedDoubleBarrier) | the same names |
 //! | `discovery` (feature `discovery`) | `ServiceDiscovery`, `ServiceCache`, `ServiceProvider` | curator-x-discovery |
 //! | [`layout`] | what a queue node's name says, who waits for whom | (for tools) |
+//! | [`model`] | typed nodes: [`Model`](model::Model) (get, versioned set, compare-and-set `update`), [`ModelCache`](model::ModelCache); codecs [`Raw`](model::Raw), `Json` (feature `json`) | x-async `ModeledFramework`, `CachedModeledFramework` |
+//! | [`writes`] | writes safe to retry: [`create_protected`](writes::create_protected), [`create_or_set`](writes::create_or_set), [`create_all`](writes::create_all), `*_quietly`, [`GuaranteedDelete`](writes::GuaranteedDelete) | `withProtection()`, `orSetData()`, `idempotent()`, `quietly()`, `guaranteed()` |
 //!
 //! | lock | nodes | fair | wakes on release | use when |
 //! |---|---|---|---|---|
@@ -59,6 +61,7 @@
 //!
 //! ```text
 //!  families   lock  semaphore  leader  cache  node  group  shared  barrier  discovery  layout
+//!             writes  model
 //!                         |  (each imports the base, and other families' public types)
 //!                         v
 //!  base       guard, state, revoke, metrics   a held queue node and what it observes
@@ -156,6 +159,7 @@ pub mod layout;
 pub mod leader;
 pub mod lock;
 mod metrics;
+pub mod model;
 pub mod node;
 mod path;
 mod queue;
@@ -165,6 +169,7 @@ pub mod semaphore;
 mod session;
 pub mod shared;
 mod state;
+pub mod writes;
 
 pub use error::{Error, LossReason, Result};
 pub use queue::Participant;

@@ -232,6 +232,11 @@ impl Recorder {
         self.events.lock().unwrap().len()
     }
 
+    /// Whether no event came yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The events from number `from` on.
     pub fn since(&self, from: usize) -> Vec<CacheEvent> {
         self.events.lock().unwrap()[from..].to_vec()

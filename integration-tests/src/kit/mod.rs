@@ -24,9 +24,9 @@ pub use recipes::{
     enter, join, leaders, leads, participant_ids, wait_lock_state, TermLog, TermRecord,
 };
 pub use session::{
-    assert_read_only_session, back_to_read_write, connect, connect_with_timeout, expire_client,
-    leave_member_0_read_only, managed, manager, passwd, server_of, test_root, wait_state,
-    write_until_done, TestRoot, SESSION,
+    assert_read_only_session, back_to_read_write, connect, connect_for_faults,
+    connect_with_timeout, expire_client, leave_member_0_read_only, managed, manager, passwd,
+    server_of, test_root, wait_state, write_until_done, TestRoot, SESSION,
 };
 pub use tree::{
     bump_counter, children, make_counter, notifications, read_counter, wait_children, wait_nodes,

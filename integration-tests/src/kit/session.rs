@@ -62,6 +62,22 @@ pub async fn connect(hosts: &str) -> Client {
     connect_with_timeout(hosts, 10).await
 }
 
+/// A new session for a test that drops requests on purpose (behind the fault proxy): as
+/// [`connect`], with the poison rule off, since a request dropped twice in a row by the
+/// proxy would otherwise be refused locally for a while.
+pub async fn connect_for_faults(hosts: &str) -> Client {
+    within(
+        "connect",
+        Client::builder(hosts)
+            .session_timeout(Duration::from_secs(10))
+            .establish_timeout(LIMIT)
+            .poison_quarantine(Duration::ZERO)
+            .connect(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("connect to {hosts}: {e}"))
+}
+
 /// A session manager on `builder` that renews an expired session quickly (backoff 50 ms to
 /// 1 s, 200 attempts; sessions that die young paced from 50 ms to 1 s only): what the
 /// recipes' expiry tests use.

@@ -160,7 +160,7 @@ async fn an_update_through_a_lost_reply_is_applied_once() {
     let root = chroot(server, "model_lost").await;
     let admin = connect(&server.hosts(&root)).await;
     let proxy = Proxy::start(server.addr()).await;
-    let client = connect(&format!("{}{root}", proxy.connect_string())).await;
+    let client = connect_for_faults(&format!("{}{root}", proxy.connect_string())).await;
     let counter: Model<Counter, Json> = Model::new(client, "/c", Json).unwrap();
     // A lost create reply too.
     proxy.drop_next_create_reply();

@@ -8,7 +8,7 @@ use integration_tests::proxy::Proxy;
 use integration_tests::{chroot, standalone, ZkTarget};
 use zk_client::Client;
 
-use integration_tests::prelude::connect;
+use integration_tests::prelude::{connect, connect_for_faults};
 
 /// A proxied client and a direct one on a fresh chroot.
 pub async fn setup(test: &str) -> (Proxy, Client, Client, String) {
@@ -16,7 +16,7 @@ pub async fn setup(test: &str) -> (Proxy, Client, Client, String) {
     let root = chroot(server, test).await;
     let admin = connect(&server.hosts(&root)).await;
     let proxy = Proxy::start(server.addr()).await;
-    let client = connect(&format!("{}{root}", proxy.connect_string())).await;
+    let client = connect_for_faults(&format!("{}{root}", proxy.connect_string())).await;
     (proxy, client, admin, root)
 }
 

@@ -1,5 +1,5 @@
 // Curator's view of protected node names, for the safe-writes tests
-// (integration-tests/tests/framework/writes.rs).
+// (integration-tests/tests/members/writes.rs).
 //
 // Runs with Java's single-file source launcher against Debian's Curator 5 jars:
 //   java -cp /usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar \

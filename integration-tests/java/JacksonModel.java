@@ -1,5 +1,5 @@
 // A typed node as Curator's x-async modeled framework stores it (JacksonModelSerializer:
-// Jackson's ObjectMapper on a data class), for integration-tests/tests/framework/models.rs.
+// Jackson's ObjectMapper on a data class), for integration-tests/tests/members/models.rs.
 // Debian has no curator-x-async jar, so this writes and reads the same bytes with Jackson
 // itself, through Curator's framework.
 //

@@ -1,5 +1,6 @@
 //! zk-client against real ZooKeeper servers: nodes, watches, sessions, failover, limits,
-//! pipelining, compression, DNS, metrics.
+//! pipelining, compression, DNS, server flavours (the metrics test is a binary of its own:
+//! it installs the process's one global recorder).
 //!
 //! One test binary; each module was a binary of its own before (see `docs/testing.md`).
 
@@ -9,7 +10,6 @@ mod dns;
 mod failover;
 mod flavours;
 mod limits;
-mod metrics;
 mod multi;
 mod nodes;
 mod pipelining;

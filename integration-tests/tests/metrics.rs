@@ -1,6 +1,6 @@
 //! The `metrics` feature of zk-client and zk-recipes against a real server: the counters,
-//! gauges and histograms named in the README move. Its own test binary, so the global
-//! recorder installed here is the only one.
+//! gauges and histograms named in the README move. Its own test binary (not a module of
+//! `client`), so that the global recorder installed here sees this test's traffic only.
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -202,10 +202,12 @@ pub(super) async fn create_idempotent(
         match attempt {
             Ok(made) => return Ok(made),
             // No containers on this server (before 3.5): persistent parents, as Curator's
-            // fallback. A TTL or container node itself cannot fall back.
-            Err(zk_client::Error::Server(ErrorCode::Unimplemented))
-                if containers && !needs_extended_types(options.mode) =>
-            {
+            // fallback. A TTL or container node itself cannot fall back. (The client names
+            // the feature and narrows its server profile, so the next try sends none.)
+            Err(
+                zk_client::Error::Unimplemented(zk_client::Feature::Container)
+                | zk_client::Error::Server(ErrorCode::Unimplemented),
+            ) if containers && !needs_extended_types(options.mode) => {
                 containers = false;
             }
             Err(zk_client::Error::NodeExists) if lost => {
@@ -254,7 +256,7 @@ fn is_ours(mode: CreateMode, session: i64, data: &[u8], stored: &[u8], stat: &St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zk_proto::records::Create2Response;
+    use zk_proto::records::{Create2Response, CreateResponse};
     use zk_proto::OpCode;
     use zk_test_support::{connect_client, encode, within, Conn, FakeServer};
 
@@ -264,7 +266,11 @@ mod tests {
         assert_eq!(req.op, i32::from(op), "{path}");
         let sent = zk_proto::decode_prefix::<String>(req.body.clone()).unwrap();
         assert_eq!(sent, path);
-        let body = if code == ErrorCode::Ok {
+        let body = if code == ErrorCode::Ok && op == OpCode::Create {
+            encode(&CreateResponse {
+                path: path.to_owned(),
+            })
+        } else if code == ErrorCode::Ok {
             encode(&Create2Response {
                 path: path.to_owned(),
                 stat: Stat::default(),
@@ -293,9 +299,9 @@ mod tests {
         )
         .await;
         answer(&mut conn, OpCode::Create2, "/a/b", ErrorCode::NoNode).await;
-        // Again, with persistent parents.
+        // Again, with persistent parents (made with a plain create: no `Stat` is needed).
         answer(&mut conn, OpCode::Create2, "/a/b", ErrorCode::NoNode).await;
-        answer(&mut conn, OpCode::Create2, "/a", ErrorCode::Ok).await;
+        answer(&mut conn, OpCode::Create, "/a", ErrorCode::Ok).await;
         answer(&mut conn, OpCode::Create2, "/a/b", ErrorCode::Ok).await;
         let (path, _) = within("create_all", made).await.unwrap().unwrap();
         assert_eq!(path, "/a/b");

@@ -44,17 +44,24 @@ pub async fn test_root(test: &str) -> TestRoot {
     }
 }
 
+/// The builder every kit connect starts from: a session timeout of `secs` seconds and an
+/// establish timeout of [`LIMIT`].
+fn builder(hosts: &str, secs: u64) -> ClientBuilder {
+    Client::builder(hosts)
+        .session_timeout(Duration::from_secs(secs))
+        .establish_timeout(LIMIT)
+}
+
+/// Connects `builder` (made for `hosts`) within [`LIMIT`].
+async fn connect_builder(hosts: &str, builder: ClientBuilder) -> Client {
+    within("connect", builder.connect())
+        .await
+        .unwrap_or_else(|e| panic!("connect to {hosts}: {e}"))
+}
+
 /// Connects with a session timeout of `secs` seconds, within [`LIMIT`].
 pub async fn connect_with_timeout(hosts: &str, secs: u64) -> Client {
-    within(
-        "connect",
-        Client::builder(hosts)
-            .session_timeout(Duration::from_secs(secs))
-            .establish_timeout(LIMIT)
-            .connect(),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("connect to {hosts}: {e}"))
+    connect_builder(hosts, builder(hosts, secs)).await
 }
 
 /// A new session on `hosts` with a 10 s session timeout.
@@ -66,16 +73,7 @@ pub async fn connect(hosts: &str) -> Client {
 /// [`connect`], with the poison rule off, since a request dropped twice in a row by the
 /// proxy would otherwise be refused locally for a while.
 pub async fn connect_for_faults(hosts: &str) -> Client {
-    within(
-        "connect",
-        Client::builder(hosts)
-            .session_timeout(Duration::from_secs(10))
-            .establish_timeout(LIMIT)
-            .poison_quarantine(Duration::ZERO)
-            .connect(),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("connect to {hosts}: {e}"))
+    connect_builder(hosts, builder(hosts, 10).poison_quarantine(Duration::ZERO)).await
 }
 
 /// A session manager on `builder` that renews an expired session quickly (backoff 50 ms to

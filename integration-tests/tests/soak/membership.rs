@@ -5,6 +5,12 @@
 //! along: never two nodes for one instance id. At the end: every member registered again on
 //! its current session, and nothing left (nor coming back) after close.
 //!
+//! A `Cache` of the whole tree, on a `SessionManager` behind a proxy of its own that is cut and
+//! partitioned too, follows all of it. Its events are replayed over its first snapshot while
+//! the faults go on (`Replay`: no live node reported deleted, no node re-inserted, no child
+//! without its parent), and both its snapshot and the replay equal a fresh read once the
+//! faults are over (issue 29).
+//!
 //! `MEMBERSHIP_SOAK_SECS` (default 20) sets how long faults are injected.
 
 use std::collections::BTreeMap;
@@ -12,11 +18,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use integration_tests::kit::cache::{cache_tree, diff, server_tree, Recorder, Replay, Tree};
 use integration_tests::prelude::*;
-use integration_tests::proxy::Mode;
+use integration_tests::proxy::{Cut, Mode};
 use integration_tests::{expire_session, Proxy, ZkTarget};
 use rand::Rng;
 use zk_client::{Client, SessionManager};
+use zk_recipes::cache::Cache;
 use zk_recipes::discovery::{ServiceDiscovery, ServiceInstance, ServiceType};
 use zk_recipes::group::GroupMember;
 
@@ -107,6 +115,27 @@ async fn registrations_survive_expiries_deletions_and_partitions_without_duplica
     .await;
     let everyone = "java=j,m-0=p,m-1=p,m-2=p,m-3=p";
 
+    // The cache of the whole tree, behind a proxy of its own.
+    let cache_proxy = Proxy::start(server.addr()).await;
+    let cache_manager = SessionManager::builder(
+        Client::builder(&format!("{}{root}", cache_proxy.connect_string()))
+            .session_timeout(SESSION * 2),
+    )
+    .renew_backoff(Duration::from_millis(50), Duration::from_millis(500))
+    .connect()
+    .await
+    .unwrap();
+    let (cache, events) = Cache::builder("/")
+        .event_buffer(1 << 20)
+        .build_managed_with_events(&cache_manager)
+        .unwrap();
+    let (rec, recorder) = Recorder::start(events);
+    within("the cache's first load", cache.ready())
+        .await
+        .unwrap();
+    let mut view = Replay::new(Tree::new());
+    let mut cache_faults = 0;
+
     // The sampler: never two nodes for one id.
     let stop = Arc::new(AtomicBool::new(false));
     let duplicates = Arc::new(AtomicUsize::new(0));
@@ -139,7 +168,7 @@ async fn registrations_survive_expiries_deletions_and_partitions_without_duplica
             let mut rng = rand::thread_rng();
             (
                 rng.gen_range(0..MEMBERS),
-                rng.gen_range(0..3),
+                rng.gen_range(0..4),
                 rng.gen_range(200..800),
             )
         };
@@ -161,6 +190,17 @@ async fn registrations_survive_expiries_deletions_and_partitions_without_duplica
                 }
                 deletions += 1;
             }
+            3 => {
+                // The cache's connection: reset, or a partition shorter than its session.
+                if pause % 2 == 0 {
+                    cache_proxy.cut(Cut::Reset);
+                } else {
+                    cache_proxy.set_mode(Mode::Blackhole);
+                    tokio::time::sleep(Duration::from_millis(1500)).await;
+                    cache_proxy.set_mode(Mode::Pass);
+                }
+                cache_faults += 1;
+            }
             _ => {
                 // Longer than the session: the server expires it behind the partition.
                 member.proxy.set_mode(Mode::Blackhole);
@@ -170,6 +210,9 @@ async fn registrations_survive_expiries_deletions_and_partitions_without_duplica
             }
         }
         tokio::time::sleep(Duration::from_millis(pause)).await;
+        // The consumer's view, event by event, while the faults go on.
+        let problems = view.apply(&rec.since(view.applied()));
+        assert_eq!(problems, Vec::<String>::new(), "the cache's events");
     }
 
     // Faults over: every member is registered again, on its current session.
@@ -209,6 +252,36 @@ async fn registrations_survive_expiries_deletions_and_partitions_without_duplica
         )
         .await;
     }
+    // The cache and its replayed events equal a fresh read of the settled tree.
+    let settled_by = Instant::now() + SOON;
+    let settled = loop {
+        let server_now = server_tree(&admin, "/", None).await;
+        let problems = view.apply(&rec.since(view.applied()));
+        assert_eq!(problems, Vec::<String>::new(), "the cache's events");
+        let (of_cache, of_events) = (
+            diff(&server_now, &cache_tree(&cache)),
+            diff(&server_now, &view.tree),
+        );
+        if of_cache.is_empty() && of_events.is_empty() {
+            break server_now;
+        }
+        assert!(
+            Instant::now() < settled_by,
+            "after {SOON:?}: the cache differs from the server by {of_cache:?}, its replayed events by {of_events:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    println!(
+        "membership soak cache: {} events, {} nodes, {cache_faults} faults of its own, {} sessions",
+        rec.len(),
+        settled.len(),
+        cache_manager.current().number
+    );
+    cache.close().await.unwrap();
+    within("the cache's event stream ends", recorder)
+        .await
+        .unwrap();
+    cache_manager.close().await.unwrap();
     stop.store(true, Ordering::SeqCst);
     sampler.await.unwrap();
     let dup = duplicates.load(Ordering::SeqCst);

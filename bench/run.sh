@@ -15,6 +15,11 @@ if [[ " $* " != *" --connect "* ]]; then
     # the tls workload also needs openssl (its keystores) and Netty (the secure port).
     apt_install zookeeper openjdk-17-jdk-headless openssl libnetty-java
 fi
+# The C client anchor (W1c-W3c): ZooKeeper's own C client, built here from bench/c.
+apt_install libzookeeper-mt-dev gcc
+mkdir -p target/release
+cc -O2 -Wall -Wextra -o target/release/zk_c_bench bench/c/zk_c_bench.c -lzookeeper_mt
+export ZK_C_BENCH=$PWD/target/release/zk_c_bench
 command -v cargo >/dev/null || die "cargo is needed (https://rustup.rs)"
 log "building the benchmark (release)"
 cargo build -q --release -p bench

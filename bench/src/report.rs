@@ -219,11 +219,19 @@ impl Report {
                     continue;
                 };
                 let d = summarize(d.iter());
-                let tail = format!(
-                    "{:.2}x | {:.2}x | (diagnostic) | |",
-                    d.ops / theirs.ops,
-                    d.cpu / theirs.cpu
-                );
+                let tail = if diag.is_anchor() {
+                    format!(
+                        "{:.2}x | {:.2}x | (anchor: ours / C) | |",
+                        ours.ops / d.ops,
+                        ours.cpu / d.cpu
+                    )
+                } else {
+                    format!(
+                        "{:.2}x | {:.2}x | (diagnostic) | |",
+                        d.ops / theirs.ops,
+                        d.cpu / theirs.cpu
+                    )
+                };
                 row(out, "", label, &d, &tail);
             }
         }
@@ -234,7 +242,8 @@ impl Report {
              Ratios (and the target check): median over rounds of ours/theirs within the round (the two runs of a round are back to back). Server requests: increase of mntr's zk_packets_received per op. \
              W4 release: zk-recipes waits for the delete's reply; zookeeper-client drops its LockClient and deletes in a background task (does not wait). \
              The bare lock (diagnostic) is zk-client with a minimal lock in bench/src/workloads/bare_lock.rs: no loss monitor, release waits for the delete. \
-             batch_reads(false) (diagnostic): zk-client reading every reply as it arrives instead of pausing deep pipelines; its ratios are of medians, not paired."
+             batch_reads(false) (diagnostic): zk-client reading every reply as it arrives instead of pausing deep pipelines; its ratios are of medians, not paired. \
+             C client (anchor): ZooKeeper's C client (libzookeeper_mt; W2 through its async API with the same window, W3 with a plain create) in a process of its own, bench/c/zk_c_bench.c; its ratios are ours / C, of medians, not paired; its CPU is the child process's."
         );
     }
 

@@ -69,6 +69,13 @@ async fn measure_all(args: &Args, ctx: &Ctx) -> Res<Report> {
         .into_iter()
         .filter(|w| wanted(args, *w))
         .collect();
+    if paired
+        .iter()
+        .any(|w| matches!(w, Workload::W1 | Workload::W2 | Workload::W3))
+        && workloads::c_client::binary().is_none()
+    {
+        eprintln!("the C client anchor is left out: ZK_C_BENCH is unset (bench/run.sh builds it)");
+    }
     if !paired.is_empty() && !args.no_warmup {
         warm_up(args, ctx).await?;
     }
@@ -83,7 +90,8 @@ async fn measure_all(args: &Args, ctx: &Ctx) -> Res<Report> {
             .into_iter()
             .filter(|w| w.diagnostic().is_some())
         {
-            if wanted(args, diag) {
+            if wanted(args, diag) && (!diag.is_anchor() || workloads::c_client::binary().is_some())
+            {
                 pause().await;
                 sample_into(&mut report, ctx, diag, Which::Ours, round).await;
             }
@@ -134,7 +142,9 @@ async fn sample_into(report: &mut Report, ctx: &Ctx, w: Workload, which: Which, 
         Ok(r) => r,
         Err(e) => Err(format!("task: {e}").into()),
     };
-    let label = if w.diagnostic().is_some() {
+    let label = if w.is_anchor() {
+        "C client (anchor)"
+    } else if w.diagnostic().is_some() {
         "zk-client (diagnostic)"
     } else {
         which.name()

@@ -124,7 +124,7 @@ impl Meter {
 }
 
 /// `zk_packets_received` and `zk_cnt_fsynctime` from one `mntr`, if the server answers.
-async fn server_counters(addr: SocketAddr) -> Option<(f64, f64)> {
+pub(crate) async fn server_counters(addr: SocketAddr) -> Option<(f64, f64)> {
     let out = integration_tests::probe::four_letter_word(addr, "mntr", Duration::from_secs(5))
         .await
         .ok()?;

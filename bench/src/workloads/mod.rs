@@ -5,6 +5,7 @@
 //! bounded by [`Limits`].
 
 mod bare_lock;
+pub(crate) mod c_client;
 pub(crate) mod cache;
 mod common;
 pub(crate) mod tls;
@@ -49,7 +50,16 @@ pub(crate) enum Workload {
     Tls,
     /// Initial load of 10,000 and 100,000 nodes into zk_recipes' cache vs Java's CuratorCache.
     Cache,
+    /// Anchor for W1: ZooKeeper's C client (`bench/c/zk_c_bench.c`), its own process.
+    W1c,
+    /// Anchor for W2: the C client's async API with W2's window, one session.
+    W2c,
+    /// Anchor for W3: the C client's plain create + delete.
+    W3c,
 }
+
+/// The row label of the C client anchor.
+const C_LABEL: &str = "C client (libzookeeper_mt)";
 
 /// A workload's target, checked on the medians of the paired ratios.
 pub(crate) struct Target {
@@ -58,7 +68,7 @@ pub(crate) struct Target {
 }
 
 impl Workload {
-    pub(crate) const ALL: [Workload; 13] = [
+    pub(crate) const ALL: [Workload; 16] = [
         Workload::W1,
         Workload::W2,
         Workload::W2eager,
@@ -72,6 +82,9 @@ impl Workload {
         Workload::Mem,
         Workload::Tls,
         Workload::Cache,
+        Workload::W1c,
+        Workload::W2c,
+        Workload::W3c,
     ];
 
     /// The workloads both clients run, back to back, in report order.
@@ -89,8 +102,17 @@ impl Workload {
             Workload::W2eager => Some((Workload::W2, "zk-client, batch_reads(false)")),
             Workload::W4bare => Some((Workload::W4, "zk-client + bare lock in bench/")),
             Workload::W4prepared => Some((Workload::W4, "zk-recipes, HandOff::Prepared")),
+            Workload::W1c => Some((Workload::W1, C_LABEL)),
+            Workload::W2c => Some((Workload::W2, C_LABEL)),
+            Workload::W3c => Some((Workload::W3, C_LABEL)),
             _ => None,
         }
+    }
+
+    /// Whether this row is an anchor (another client, its ratios ours / it) rather than a
+    /// zk-client diagnostic.
+    pub(crate) fn is_anchor(self) -> bool {
+        matches!(self, Workload::W1c | Workload::W2c | Workload::W3c)
     }
 
     pub(crate) fn name(self) -> &'static str {
@@ -108,6 +130,9 @@ impl Workload {
             Workload::Mem => "mem",
             Workload::Tls => "tls",
             Workload::Cache => "cache",
+            Workload::W1c => "W1c",
+            Workload::W2c => "W2c",
+            Workload::W3c => "W3c",
         }
     }
 
@@ -134,6 +159,9 @@ impl Workload {
             Workload::W4 => w4::run(ctx, which, round).await,
             Workload::W4bare => w4::bare(ctx, round).await,
             Workload::W4prepared => w4::prepared(ctx, round).await,
+            Workload::W1c => c_client::w1(ctx).await,
+            Workload::W2c => c_client::w2(ctx).await,
+            Workload::W3c => c_client::w3(ctx, round).await,
             Workload::W5 | Workload::Codec | Workload::Mem | Workload::Tls | Workload::Cache => {
                 Err(format!("{} is not a sampled workload", self.name()).into())
             }

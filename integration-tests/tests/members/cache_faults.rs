@@ -46,7 +46,9 @@ fn random_path(rng: &mut StdRng) -> String {
 }
 
 /// Runs `op` until it is not a connection loss (bounded): a write lost with its reply may or
-/// may not have been applied, which is fine, the comparison reads the server.
+/// may not have been applied, which is fine, the comparison reads the server. A writer whose
+/// session expired (a loaded machine during a quorum loss) gets `SessionExpired` back: the
+/// batch skips the rest of its writes and the next batch takes the manager's next session.
 async fn persist<T, F: std::future::Future<Output = zk_client::Result<T>>>(
     mut op: impl FnMut() -> F,
 ) -> zk_client::Result<T> {
@@ -81,7 +83,7 @@ async fn write_batch(writer: &Client, rng: &mut StdRng, ops: usize) -> usize {
         };
         match result {
             Ok(()) => applied += 1,
-            Err(Error::NoNode | Error::NodeExists | Error::NotEmpty) => {}
+            Err(Error::NoNode | Error::NodeExists | Error::NotEmpty | Error::SessionExpired) => {}
             Err(e) => panic!("write {path}: {e}"),
         }
     }
@@ -112,7 +114,7 @@ async fn load(writer: &Client, round: usize) -> usize {
     for c in creates {
         match c.await {
             Ok(_) => applied += 1,
-            Err(e) if e.is_retryable() => {}
+            Err(e) if e.is_retryable() || matches!(e, Error::SessionExpired) => {}
             Err(e) => panic!("load create: {e}"),
         }
     }
@@ -128,7 +130,7 @@ async fn load(writer: &Client, round: usize) -> usize {
         for r in [set.await.map(drop), delete.await, create.await.map(drop)] {
             match r {
                 Ok(()) => applied += 1,
-                Err(Error::NoNode | Error::NodeExists) => {}
+                Err(Error::NoNode | Error::NodeExists | Error::SessionExpired) => {}
                 Err(e) if e.is_retryable() => {}
                 Err(e) => panic!("churn: {e}"),
             }
@@ -136,7 +138,7 @@ async fn load(writer: &Client, round: usize) -> usize {
     }
     if let Some(previous) = round.checked_sub(6) {
         match persist(|| writer.delete_all(&format!("/app/load/{previous}"))).await {
-            Ok(()) | Err(Error::NoNode) => {}
+            Ok(()) | Err(Error::NoNode | Error::SessionExpired) => {}
             Err(e) => panic!("load delete: {e}"),
         }
     }
@@ -147,11 +149,13 @@ async fn load(writer: &Client, round: usize) -> usize {
 async fn cache_equals_the_server_after_every_batch_under_faults_and_matches_curator() {
     let ens = Ensemble::launch(3).await;
     let root = chroot(&ens, "cache_faults").await;
-    let writer = Client::builder(&ens.hosts(&root))
-        .session_timeout(Duration::from_secs(10))
-        .connect()
-        .await
-        .unwrap();
+    // The writers' sessions: the next one after an expiry (see `persist`).
+    let writers = SessionManager::connect(
+        Client::builder(&ens.hosts(&root)).session_timeout(Duration::from_secs(10)),
+    )
+    .await
+    .unwrap();
+    let writer = writers.client();
     let mut rng = StdRng::seed_from_u64(
         std::env::var("CACHE_FAULT_SEED")
             .ok()
@@ -264,6 +268,7 @@ async fn cache_equals_the_server_after_every_batch_under_faults_and_matches_cura
             ens.wait_quorum().await;
             killed.clear();
         }
+        let writer = writers.client();
         writes += write_batch(&writer, &mut rng, 25).await;
         if fault == 4 {
             writes += load(&writer, round).await;
@@ -280,9 +285,17 @@ async fn cache_equals_the_server_after_every_batch_under_faults_and_matches_cura
             ens.wait_quorum().await;
         }
         let mark = round.to_string();
-        persist(|| writer.set_data("/app/marker", mark.as_bytes(), None))
-            .await
-            .unwrap();
+        let marked_by = Instant::now() + LIMIT;
+        let writer = loop {
+            let writer = writers.client();
+            match persist(|| writer.set_data("/app/marker", mark.as_bytes(), None)).await {
+                Ok(_) => break writer,
+                Err(Error::SessionExpired) if Instant::now() < marked_by => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => panic!("marker {mark}: {e}"),
+            }
+        };
         wait_marker(&cache, "/app/marker", mark.as_bytes(), LIMIT).await;
         let server = server_tree(&writer, "/app", None).await;
         let d = diff(&server, &cache_tree(&cache));
@@ -313,6 +326,13 @@ async fn cache_equals_the_server_after_every_batch_under_faults_and_matches_cura
             Vec::<String>::new(),
             "round {round} (fault {fault}): the events replayed differ from the server"
         );
+        if round % 10 == 0 {
+            println!(
+                "cache faults: round {round} of {rounds}, {} events, {:.0?}",
+                rec.len(),
+                started.elapsed()
+            );
+        }
         if (round % 6 == 0 || round == rounds) && curator_stalled.is_none() {
             // Curator refreshes the nodes it finds through cversion in the background, so
             // its marker can arrive before the rest of a resync: take its snapshot again
@@ -408,4 +428,5 @@ async fn cache_equals_the_server_after_every_batch_under_faults_and_matches_cura
     assert_eq!(diff(&final_tree, &replayed), Vec::<String>::new());
     java.close().await;
     manager.close().await.unwrap();
+    writers.close().await.unwrap();
 }

@@ -43,8 +43,27 @@ fn join(parent: &str, name: &str) -> String {
 }
 
 /// A fresh recursive read of `root` (empty when it does not exist), down to `max_depth`
-/// levels below it when given.
+/// levels below it when given. A connection loss on the way starts the read again (within
+/// [`LIMIT`](crate::kit::LIMIT)); any other error fails the test.
 pub async fn server_tree(client: &Client, root: &str, max_depth: Option<usize>) -> Tree {
+    let end = Instant::now() + crate::kit::LIMIT;
+    loop {
+        match try_server_tree(client, root, max_depth).await {
+            Ok(tree) => return tree,
+            Err((path, e)) if e.is_retryable() && Instant::now() < end => {
+                eprintln!("server_tree: {path}: {e}; reading again");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err((path, e)) => panic!("reading {path}: {e}"),
+        }
+    }
+}
+
+async fn try_server_tree(
+    client: &Client,
+    root: &str,
+    max_depth: Option<usize>,
+) -> Result<Tree, (String, Error)> {
     let mut out = Tree::new();
     let mut todo = vec![(root.to_owned(), 0usize)];
     let mut reads = 0;
@@ -54,7 +73,7 @@ pub async fn server_tree(client: &Client, root: &str, max_depth: Option<usize>) 
         let (data, stat) = match client.get_data(&path).await {
             Ok(r) => r,
             Err(Error::NoNode) => continue,
-            Err(e) => panic!("get_data {path}: {e}"),
+            Err(e) => return Err((path, e)),
         };
         out.insert(
             path.clone(),
@@ -70,10 +89,10 @@ pub async fn server_tree(client: &Client, root: &str, max_depth: Option<usize>) 
         match client.get_children(&path).await {
             Ok(names) => todo.extend(names.iter().map(|n| (join(&path, n), depth + 1))),
             Err(Error::NoNode) => {}
-            Err(e) => panic!("get_children {path}: {e}"),
+            Err(e) => return Err((path, e)),
         }
     }
-    out
+    Ok(out)
 }
 
 /// The cache's snapshot in the comparison's shape.

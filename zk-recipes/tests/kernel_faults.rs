@@ -6,8 +6,11 @@
 //! ephemeral sequential) and a `DistributedDoubleBarrier` member, including a session that
 //! expires in the middle of the create (a `PersistentNode` creates exactly one node in the
 //! manager's next session; a barrier's `enter` ends with the session, leaving nothing).
+//! `prepared_faults`: the lock with `HandOff::Prepared` (two watches, a listing while the node
+//! ahead holds) through the faults of its own steps.
 
 mod fake_tree;
+mod prepared_faults;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -32,6 +35,22 @@ async fn manager_on(
     Arc<Mutex<Tree>>,
     tokio::task::JoinHandle<()>,
 ) {
+    let mut tree = Tree::with(parents);
+    if let Some((parent, name)) = ahead {
+        tree.foreign(parent, name);
+    }
+    manager_on_tree(tree, plans).await
+}
+
+/// A session manager on `tree`, with `plans` as its faults.
+async fn manager_on_tree(
+    tree: Tree,
+    plans: Vec<Plan>,
+) -> (
+    SessionManager,
+    Arc<Mutex<Tree>>,
+    tokio::task::JoinHandle<()>,
+) {
     let server = FakeServer::start().await;
     // The tree drops connections on purpose, twice in a row after the same request in some
     // plans: the poison rule would refuse that request, as it should for a server that
@@ -40,10 +59,6 @@ async fn manager_on(
         .session_timeout(Duration::from_millis(u64::try_from(TIMEOUT_MS).unwrap()))
         .poison_quarantine(Duration::ZERO);
     let manager = tokio::spawn(SessionManager::connect(builder));
-    let mut tree = Tree::with(parents);
-    if let Some((parent, name)) = ahead {
-        tree.foreign(parent, name);
-    }
     let tree = Arc::new(Mutex::new(tree));
     let served = fake_tree::start(server, tree.clone(), plans).await;
     let manager = within("manager", manager).await.unwrap().unwrap();

@@ -2,6 +2,7 @@
 //!
 //! One test binary; each module was a binary of its own before (see `docs/testing.md`).
 
+mod depth;
 mod exclusive_reuse;
 mod faults;
 mod hand_off;

@@ -207,6 +207,7 @@ async fn expires_through(plans: Vec<Plan>) {
         assert!(tree.nodes.contains_key(&foreigner), "{what}: node 1 stays");
         assert_eq!(tree.faults, planned, "{what}: every planned fault happened");
     }
+    next_session(&tree).await;
     let _ = within("manager close", manager.close()).await;
     within("server", served).await.unwrap();
 }

@@ -46,10 +46,10 @@ fn depths() -> Vec<usize> {
 /// What the cluster did during one window: server notifications, client listings, client
 /// requests (every op but pings).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Counts {
-    notifications: i64,
-    listings: u64,
-    requests: u64,
+pub(super) struct Counts {
+    pub(super) notifications: i64,
+    pub(super) listings: u64,
+    pub(super) requests: u64,
 }
 
 impl std::ops::Sub for Counts {
@@ -65,12 +65,20 @@ impl std::ops::Sub for Counts {
 
 /// The client's completed requests: listings and all (pings left out), summed over the
 /// snapshots (each snapshot of the debugging recorder takes its counters back to zero).
-struct Requests {
+pub(super) struct Requests {
     snapshotter: Snapshotter,
     by_op: HashMap<String, u64>,
 }
 
 impl Requests {
+    /// Counts from `snapshotter`'s recorder on.
+    pub(super) fn new(snapshotter: Snapshotter) -> Requests {
+        Requests {
+            snapshotter,
+            by_op: HashMap::new(),
+        }
+    }
+
     fn read(&mut self) -> (u64, u64) {
         for (op, n) in requests_by_op(&self.snapshotter) {
             *self.by_op.entry(op).or_insert(0) += n;
@@ -117,7 +125,7 @@ async fn counts(server: &Server, requests: &mut Requests) -> Counts {
 }
 
 /// The counts once nothing has changed for 200 ms (bounded by [`SOON`]).
-async fn settled(server: &Server, requests: &mut Requests) -> Counts {
+pub(super) async fn settled(server: &Server, requests: &mut Requests) -> Counts {
     let start = Instant::now();
     let mut last = counts(server, requests).await;
     let mut same = 0;
@@ -226,10 +234,7 @@ async fn measure(
 }
 
 async fn curve(snapshotter: Snapshotter) -> Vec<Row> {
-    let mut requests = Requests {
-        snapshotter,
-        by_op: HashMap::new(),
-    };
+    let mut requests = Requests::new(snapshotter);
     let server = fresh_standalone().await;
     let root = chroot(&server, "depth").await;
     let hosts = server.hosts(&root);

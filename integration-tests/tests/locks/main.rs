@@ -5,6 +5,7 @@
 mod depth;
 mod exclusive_reuse;
 mod faults;
+mod give_ups;
 mod hand_off;
 mod herd;
 mod lock_edges;

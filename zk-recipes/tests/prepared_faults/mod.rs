@@ -363,44 +363,43 @@ async fn a_storm_of_prepared_give_ups_costs_at_most_two_wakeups_each() {
         tokio::time::Instant::now() < start,
         "the waiters took too long to queue"
     );
-    let mut last = settled(&tree).await;
-    let mut tasks: Vec<Option<_>> = tasks.into_iter().map(Some).collect();
-    let mut costs = Vec::new();
-    for i in ORDER {
-        let task = tasks[i].take().unwrap();
+    let first = settled(&tree).await;
+    // Each window ends once more of our nodes are gone and the counts settled. On a loaded
+    // machine two give-ups may share a window, so the bound is checked on the running totals
+    // (a give-up's delete comes before what it causes, and every node gone by then counts).
+    let gone = || names.iter().filter(|n| !queued(&tree, n.as_str())).count();
+    let mut so_far = 0;
+    let mut windows = Vec::new();
+    for _ in 0..LIMIT.as_millis() / 10 {
+        if so_far == WAITERS {
+            break;
+        }
+        if gone() == so_far {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        }
+        let now = settled(&tree).await;
+        so_far = gone();
+        let (listed, notified) = (now.0 - first.0, now.1 - first.1);
+        windows.push((so_far, listed, notified));
+        assert!(
+            listed <= 2 * so_far && notified <= 2 * so_far,
+            "{so_far} give-ups cost {listed} listings and {notified} notifications: {windows:?}"
+        );
+    }
+    println!("give-ups so far, listings and notifications so far: {windows:?}");
+    assert_eq!(so_far, WAITERS, "every waiter gave up: {windows:?}");
+    for (i, task) in tasks.into_iter().enumerate() {
         let result = within("give-up", task).await.unwrap();
         assert!(
             matches!(result, Err(Error::Timeout)),
             "waiter {i}: {result:?}"
         );
-        for _ in 0..LIMIT.as_millis() / 10 {
-            if !queued(&tree, &names[i]) {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        assert!(!queued(&tree, &names[i]), "waiter {i}'s node is removed");
-        let now = settled(&tree).await;
-        costs.push((i, now.0 - last.0, now.1 - last.1));
-        last = now;
-    }
-    println!("give-ups (waiter, listings, notifications): {costs:?}");
-    for (i, listed, notified) in &costs {
-        assert!(
-            *listed <= 2,
-            "waiter {i}'s give-up cost {listed} listings: {costs:?}"
-        );
-        assert!(
-            *notified <= 2,
-            "waiter {i}'s give-up cost {notified} notifications: {costs:?}"
-        );
     }
     // The give-ups did wake waiters (all but the last in the queue have one behind them):
     // the counts above measured something.
-    assert!(
-        costs.iter().map(|c| c.1).sum::<usize>() >= WAITERS - 1,
-        "give-ups woke nobody: {costs:?}"
-    );
+    let total = windows.last().copied().unwrap_or_default();
+    assert!(total.1 >= WAITERS - 1, "give-ups woke nobody: {windows:?}");
     {
         let tree = tree.lock().unwrap();
         assert!(tree.ours("/lock").is_empty(), "nothing of ours is left");

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes the lock queue depth table (Markdown) and plot (SVG) from the CSV rows that
 integration-tests' `locks::depth` appends with ZK_LOCK_DEPTH_OUT:
-hand_off,depth,releases,notifications,listings,requests,hand_off_ms (per release, the largest
-over the measured releases). Usage: lock_depth.py CSV OUT.md OUT.svg [COMMIT]"""
+hand_off,depth,releases,notifications,listings,requests,hand_off_ms (per release: the totals
+over the measured releases divided by their number, rounded up).
+Usage: lock_depth.py CSV OUT.md OUT.svg [COMMIT]"""
 
 import csv
 import math
@@ -45,10 +46,10 @@ def table(rows, commit):
         "# Lock queue depth: the cost of one release",
         "",
         "Written by `bench/lock-depth.sh` (integration-tests `locks::depth` on one local",
-        f"ZooKeeper 3.8, waiters spread over 4 sessions) at `{commit}`. Per release, the largest",
-        "over the releases measured at each depth: server notifications (`mntr`), and the",
-        "client's listings and requests (zk-client's `zk_client_requests_total`, pings left",
-        "out). Model: **constant** from depth 10 on (at depth 1 the only waiter was next in line",
+        f"ZooKeeper 3.8, waiters spread over 4 sessions) at `{commit}`. Per release: the totals",
+        "over the releases measured at each depth divided by their number, rounded up, of server",
+        "notifications (`mntr`) and the client's listings and requests (zk-client's",
+        "`zk_client_requests_total`, pings left out). Model: **constant** from depth 10 on (at depth 1 the only waiter was next in line",
         "at its first listing and takes the lock without listing again). The hand-off time is",
         "the median of the measured releases on a shared 2-vCPU machine: indicative only.",
         "",

@@ -141,8 +141,10 @@ pub(super) async fn settled(server: &Server, requests: &mut Requests) -> Counts 
     panic!("the counts kept moving for {SOON:?}: {last:?}");
 }
 
-/// One row of the curve: the hand-off, the depth, the per-release counts (the largest over
-/// the measured releases) and the median release-to-next-holder time.
+/// One row of the curve: the hand-off, the depth, the per-release counts (the totals over
+/// the measured releases divided by their number, rounded up: a reaction late for one
+/// release's window is still counted, in the next) and the median release-to-next-holder
+/// time.
 #[derive(Debug)]
 struct Row {
     hand_off: HandOff,
@@ -188,10 +190,9 @@ async fn measure(
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
-    let mut before = settled(server, requests).await;
+    let before = settled(server, requests).await;
 
     let releases = RELEASES.min(depth);
-    let mut worst = Counts::default();
     let mut times = Vec::new();
     let mut first = Some(first);
     for _ in 0..releases {
@@ -205,15 +206,17 @@ async fn measure(
             .expect("the next waiter acquires")
             .expect("a waiter");
         times.push(at.saturating_duration_since(released));
-        let after = settled(server, requests).await;
-        let cost = after - before;
-        worst = Counts {
-            notifications: worst.notifications.max(cost.notifications),
-            listings: worst.listings.max(cost.listings),
-            requests: worst.requests.max(cost.requests),
-        };
-        before = after;
+        // The next release once this one's reactions are over.
+        settled(server, requests).await;
     }
+    let total = settled(server, requests).await - before;
+    let n = releases as u64;
+    let per_release = Counts {
+        notifications: i64::try_from(u64::try_from(total.notifications).unwrap().div_ceil(n))
+            .unwrap(),
+        listings: total.listings.div_ceil(n),
+        requests: total.requests.div_ceil(n),
+    };
     // Let everyone through and wait until the queue is empty.
     go.add_permits(depth);
     for _ in releases..depth {
@@ -227,7 +230,7 @@ async fn measure(
     Row {
         hand_off,
         depth,
-        per_release: worst,
+        per_release,
         releases,
         hand_off_ms: times[times.len() / 2].as_secs_f64() * 1e3,
     }

@@ -6,8 +6,11 @@
 //! ephemeral sequential) and a `DistributedDoubleBarrier` member, including a session that
 //! expires in the middle of the create (a `PersistentNode` creates exactly one node in the
 //! manager's next session; a barrier's `enter` ends with the session, leaving nothing).
+//! `prepared_faults`: the lock with `HandOff::Prepared` (two watches, a listing while the node
+//! ahead holds) through the faults of its own steps.
 
 mod fake_tree;
+mod prepared_faults;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -32,6 +35,22 @@ async fn manager_on(
     Arc<Mutex<Tree>>,
     tokio::task::JoinHandle<()>,
 ) {
+    let mut tree = Tree::with(parents);
+    if let Some((parent, name)) = ahead {
+        tree.foreign(parent, name);
+    }
+    manager_on_tree(tree, plans).await
+}
+
+/// A session manager on `tree`, with `plans` as its faults.
+async fn manager_on_tree(
+    tree: Tree,
+    plans: Vec<Plan>,
+) -> (
+    SessionManager,
+    Arc<Mutex<Tree>>,
+    tokio::task::JoinHandle<()>,
+) {
     let server = FakeServer::start().await;
     // The tree drops connections on purpose, twice in a row after the same request in some
     // plans: the poison rule would refuse that request, as it should for a server that
@@ -40,14 +59,21 @@ async fn manager_on(
         .session_timeout(Duration::from_millis(u64::try_from(TIMEOUT_MS).unwrap()))
         .poison_quarantine(Duration::ZERO);
     let manager = tokio::spawn(SessionManager::connect(builder));
-    let mut tree = Tree::with(parents);
-    if let Some((parent, name)) = ahead {
-        tree.foreign(parent, name);
-    }
     let tree = Arc::new(Mutex::new(tree));
     let served = fake_tree::start(server, tree.clone(), plans).await;
     let manager = within("manager", manager).await.unwrap().unwrap();
     (manager, tree, served)
+}
+
+/// Waits (bounded) for the manager's next session after an expiry, so that closing the
+/// manager then does not leave the tree waiting for it in vain (for its 10 s).
+async fn next_session(tree: &Mutex<Tree>) {
+    for _ in 0..LIMIT.as_millis() / 10 {
+        if tree.lock().unwrap().sessions > 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -359,6 +385,7 @@ async fn expiry_while_waiting(recipe: Recipe) {
         }
     }
     // The manager's next session is served until the manager closes it.
+    next_session(&tree).await;
     let _ = within("manager close", manager.close()).await;
     within("server", served).await.unwrap();
 }
@@ -593,6 +620,7 @@ async fn double_barrier_session_ends_through(plans: Vec<Plan>) {
         assert!(tree.ours("/barrier").is_empty(), "{what}: nothing of ours");
         assert_eq!(tree.faults, planned, "{what}: every planned fault happened");
     }
+    next_session(&tree).await;
     let _ = within("manager close", manager.close()).await;
     within("server", served).await.unwrap();
 }

@@ -13,7 +13,7 @@ use integration_tests::{chroot, fresh_standalone, ZkTarget};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::time::{timeout, Instant};
 use zk_client::Client;
-use zk_recipes::lock::{FairLock, ReadWriteLock};
+use zk_recipes::lock::{FairLock, HandOff, ReadWriteLock};
 
 /// Queues `n` waiters (one session each) behind the holder; each reports its index when it
 /// acquires and then waits for a permit of `go` before releasing.
@@ -145,6 +145,102 @@ async fn a_writers_release_wakes_only_the_readers_it_unblocks() {
     for _ in 3..6 {
         timeout(LIMIT, acquired.recv()).await.unwrap().unwrap();
     }
+}
+
+/// Waits (bounded by [`SOON`]) until the server holds at least `at_least` watches and the
+/// count stays the same for 300 ms; returns it.
+async fn settled_watches(server: &Server, at_least: u64) -> u64 {
+    let start = Instant::now();
+    let mut last = watch_count(server).await;
+    let mut same = 0;
+    while start.elapsed() < SOON {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = watch_count(server).await;
+        same = if now == last { same + 1 } else { 0 };
+        last = now;
+        if last >= at_least && same >= 3 {
+            return last;
+        }
+    }
+    panic!("the watch count never settled at {at_least} or more (last {last})");
+}
+
+/// `HandOff::Prepared` on both sides of a read/write lock: a holding writer, a writer waiting
+/// behind it and 50 readers behind that writer. The holder's release unblocks only the
+/// waiting writer; it may wake one more waiter (the price of `Prepared`), never the readers,
+/// whose second watch would otherwise sit on the holder (51 notifications, 50 listings).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prepared_writers_release_wakes_the_next_writer_not_the_readers_behind_it() {
+    let server = fresh_standalone().await;
+    let root = chroot(&server, "rwprepared").await;
+    let hosts = server.hosts(&root);
+    let path = "/herd-rw-prepared";
+    let prepared = |c| {
+        ReadWriteLock::new(c, path)
+            .unwrap()
+            .with_hand_off(HandOff::Prepared)
+    };
+    let holder = prepared(connect(&hosts).await);
+    let guard = holder.write_lock().acquire().await.unwrap();
+    const READERS: usize = 50;
+    let go = Arc::new(Semaphore::new(0));
+    // Waiter 0 writes, waiters 1..=50 read.
+    let mut acquired = queue_waiters(
+        &hosts,
+        path,
+        READERS + 1,
+        |c, i| {
+            let rw = prepared(c);
+            if i == 0 {
+                rw.write_lock().clone()
+            } else {
+                rw.read_lock().clone()
+            }
+        },
+        go.clone(),
+    )
+    .await;
+    // The writer watches the holder; each reader the waiting writer (and, before the fix,
+    // the holder too).
+    let watches = settled_watches(&server, 1 + READERS as u64).await;
+
+    let before = notifications(&server).await;
+    guard.release().await.unwrap();
+    let (first, _) = timeout(LIMIT, acquired.recv()).await.unwrap().unwrap();
+    assert_eq!(first, 0, "the waiting writer goes next");
+    // The writer's fired watch is gone, and any other that fired with it.
+    let left = settled_watches(&server, READERS as u64).await;
+    let woken = notifications(&server).await - before;
+    println!(
+        "prepared rw herd: {watches} watches; one writer's release sent {woken} \
+         notification(s) (1 waiter unblocked), {left} watches left"
+    );
+    assert!(
+        woken <= 2,
+        "a prepared release woke {woken} waiters: at most the one it unblocks plus one"
+    );
+    assert!(
+        timeout(Duration::from_millis(200), acquired.recv())
+            .await
+            .is_err(),
+        "a reader acquired while the writer holds"
+    );
+
+    // The writer's release unblocks the 50 readers: at most those plus one.
+    let before = notifications(&server).await;
+    go.add_permits(1);
+    let mut readers = Vec::new();
+    for _ in 0..READERS {
+        readers.push(timeout(LIMIT, acquired.recv()).await.unwrap().unwrap().0);
+    }
+    readers.sort_unstable();
+    assert_eq!(readers, (1..=READERS).collect::<Vec<_>>());
+    let woken = notifications(&server).await - before;
+    assert!(
+        woken <= READERS as i64 + 1,
+        "the writer's release woke {woken} for {READERS} unblocked readers"
+    );
+    go.add_permits(READERS);
 }
 
 #[tokio::test]

@@ -2,8 +2,10 @@
 //!
 //! One test binary; each module was a binary of its own before (see `docs/testing.md`).
 
+mod depth;
 mod exclusive_reuse;
 mod faults;
+mod give_ups;
 mod hand_off;
 mod herd;
 mod lock_edges;

@@ -17,8 +17,8 @@ use bytes::Bytes;
 /// predecessor; a reader waits only for the nearest write node queued before it. So a
 /// writer's release wakes exactly the readers it unblocks (and a reader's release wakes at
 /// most the writer right behind it); with [`HandOff::Prepared`](crate::lock::HandOff::Prepared),
-/// also a waiter two blockers behind. Curator's readers watch the lowest write node instead,
-/// which is equally safe.
+/// also the writer two blockers behind (readers never take a second watch). Curator's readers
+/// watch the lowest write node instead, which is equally safe.
 ///
 /// The owner of the write lock may also take the read lock (a downgrade): the read node is
 /// then a plain ephemeral node named with the write node's sequence number

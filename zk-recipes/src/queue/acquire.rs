@@ -159,8 +159,9 @@ async fn create_listed_node(
 /// `ignore` names a node of ours that must not block us (our write node, in a downgrade).
 /// `listed`: a listing taken after our node was created, used for the first look.
 ///
-/// With [`HandOff::Prepared`] and more than one blocker, it watches two: the nearest, and
-/// the one before it ([`Place::second`](super::locate::Place)). When that one goes, the
+/// With [`HandOff::Prepared`], a writer with more than one blocker watches two: the nearest,
+/// and the one before it ([`Place::second`](super::locate::Place)); a reader watches only the
+/// nearest write node, as by default. When that one goes, the
 /// nearest is usually at the head; listing again then, while it holds and with its watch
 /// kept, tells us whether it is our only blocker. Its release then hands the lock over with no
 /// listing on the hand-off's path. Each node is watched by at most two waiters.
@@ -199,8 +200,12 @@ async fn wait_turn(
             Some((name, watcher)) if name == node => Some(watcher),
             _ => None,
         };
-        // `second` is set only behind two or more blockers, so never with `only`.
-        let second = second.filter(|_| spec.hand_off == HandOff::Prepared);
+        // `second` is set only behind two or more blockers, so never with `only`. Writers
+        // only: a reader's blockers are the write nodes ahead, so its second watch would sit
+        // on the holding writer, and that writer's release would wake every reader queued
+        // behind the next writer (each to list the queue) while unblocking none of them.
+        let second =
+            second.filter(|_| spec.hand_off == HandOff::Prepared && spec.intent == Intent::Write);
         let (nearest, before) = watch_both(client, &spec.base, &node, kept, second).await?;
         let Some(mut nearest) = nearest else {
             continue;

@@ -2,7 +2,12 @@
 //! in-memory tree (creates, sequential names, listings, reads, deletes, data/exist/child
 //! watches, ephemerals removed when the session closes), and faults chosen by the test: the
 //! n-th request of an op code is lost with the connection (applied by the server or not),
-//! or its node is deleted by "someone else" just before the server answers.
+//! or its node is deleted by "someone else" just before the server answers; or, once it is
+//! answered, another session releases or revokes one of its nodes (on this connection or while
+//! the client is away) or deletes ours. Watches live with the connection, as on a real
+//! server: a lost connection drops them, and the client's `SetWatches` on the next one sets
+//! them again, or fires them for what changed meanwhile. Watches are per session (one per
+//! path and kind, however many times it is set), as on a real server.
 //!
 //! Every wait is bounded (`zk_test_support::within`); a request the tree does not model
 //! fails the test.
@@ -15,7 +20,7 @@ use bytes::{Bytes, BytesMut};
 use zk_proto::records::{
     Create2Response, CreateRequest, CreateResponse, DeleteRequest, EventType, ExistsRequest,
     ExistsResponse, GetChildren2Response, GetChildrenRequest, GetChildrenResponse, GetDataRequest,
-    GetDataResponse,
+    GetDataResponse, SetWatches, SetWatches2,
 };
 use zk_proto::{decode_exact, xid, ErrorCode, OpCode, Stat};
 use zk_test_support::{encode, within, Conn, FakeServer};
@@ -40,6 +45,19 @@ pub(crate) enum Fault {
     /// The request is lost with the connection, and the session expires before the client
     /// reconnects (its ephemeral nodes go; the reconnect is told the session expired).
     Expire,
+    /// Once the request is answered, the session that made the `n`-th node of
+    /// [`Tree::foreign`] deletes it (a release), notifying its watchers.
+    ReleaseAfter(usize),
+    /// Once the request is answered, the connection is lost, and the `n`-th foreign node is
+    /// deleted before the client reconnects: its watchers learn of it from their
+    /// `SetWatches`.
+    ReleaseWhileDisconnected(usize),
+    /// Once the request is answered, someone writes `__REVOKE__` into the `n`-th foreign node
+    /// (Curator's revocation request to its holder), notifying its data watchers.
+    RevokeAfter(usize),
+    /// Once the request is answered, someone else deletes our nodes under the `n`-th foreign
+    /// node's parent, then that node is released.
+    DeleteOursThenRelease(usize),
 }
 
 /// The `nth` (from 0) request with op code `op` meets `fault`.
@@ -80,6 +98,10 @@ pub(crate) struct Tree {
     pub(crate) sessions: usize,
     /// Planned faults that happened so far.
     pub(crate) faults: usize,
+    /// Notifications sent to the client.
+    pub(crate) notified: usize,
+    /// The nodes [`foreign`](Self::foreign) added, in order.
+    pub(crate) foreigners: Vec<String>,
     seq: i32,
     zxid: i64,
     watches: Vec<(String, WatchKind)>,
@@ -121,7 +143,101 @@ impl Tree {
         self.seq += 1;
         let path = format!("{parent}/{name}{:010}", self.seq);
         self.put(&path, Bytes::from_static(b"other"), OTHER_SESSION);
+        self.foreigners.push(path.clone());
         path
+    }
+
+    /// Requests with op code `op` received so far.
+    pub(crate) fn requests(&self, op: OpCode) -> usize {
+        self.seen.get(&op.as_i32()).copied().unwrap_or(0)
+    }
+
+    /// Sets a watch (once per path and kind, as a real server does for one session).
+    fn watch(&mut self, path: &str, kind: WatchKind) {
+        if !self.watches.iter().any(|(p, k)| p == path && *k == kind) {
+            self.watches.push((path.to_owned(), kind));
+        }
+    }
+
+    /// Writes `data` into `path` (someone else's setData); returns the notifications to send.
+    pub(crate) fn set(&mut self, path: &str, data: &'static [u8]) -> Events {
+        self.zxid += 1;
+        let zxid = self.zxid;
+        let Some(node) = self.nodes.get_mut(path) else {
+            return Vec::new();
+        };
+        node.data = Bytes::from_static(data);
+        node.stat.mzxid = zxid;
+        node.stat.version += 1;
+        node.stat.data_length = i32::try_from(data.len()).unwrap();
+        self.fire(path, &[WatchKind::Data, WatchKind::Exist])
+            .into_iter()
+            .map(|p| (EventType::NodeDataChanged, p))
+            .collect()
+    }
+
+    /// The `SetWatches` of a new connection: each watch is set again, or fired at once when
+    /// its node changed since `relative_zxid` (a data watch on a node now gone or written
+    /// since, an exist watch on a node that now exists). Child watches are set again (the
+    /// tree keeps no pzxid).
+    fn set_watches(
+        &mut self,
+        relative_zxid: i64,
+        data: &[String],
+        exist: &[String],
+        child: &[String],
+    ) -> Events {
+        let mut events = Vec::new();
+        for path in data {
+            match self.nodes.get(path) {
+                None => events.push((EventType::NodeDeleted, path.clone())),
+                Some(n) if n.stat.mzxid > relative_zxid => {
+                    events.push((EventType::NodeDataChanged, path.clone()));
+                }
+                Some(_) => self.watch(path, WatchKind::Data),
+            }
+        }
+        for path in exist {
+            if self.nodes.contains_key(path) {
+                events.push((EventType::NodeCreated, path.clone()));
+            } else {
+                self.watch(path, WatchKind::Exist);
+            }
+        }
+        for path in child {
+            if self.nodes.contains_key(path) || path == "/" {
+                self.watch(path, WatchKind::Child);
+            } else {
+                events.push((EventType::NodeDeleted, path.clone()));
+            }
+        }
+        events
+    }
+
+    /// What a fault that acts once the request is answered does to the tree: the
+    /// notifications to send.
+    fn after_reply(&mut self, fault: Fault) -> Events {
+        match fault {
+            Fault::ReleaseAfter(n) | Fault::ReleaseWhileDisconnected(n) => {
+                let path = self.foreigners[n].clone();
+                self.remove(&path)
+            }
+            Fault::RevokeAfter(n) => {
+                let path = self.foreigners[n].clone();
+                self.set(&path, b"__REVOKE__")
+            }
+            Fault::DeleteOursThenRelease(n) => {
+                let path = self.foreigners[n].clone();
+                let parent = path.rsplit_once('/').map_or("/", |(p, _)| p).to_owned();
+                let mut events = Vec::new();
+                for name in self.ours(&parent) {
+                    events.extend(self.remove(&format!("{parent}/{name}")));
+                }
+                events.extend(self.remove(&path));
+                events
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// The children of `parent` (names).
@@ -174,6 +290,7 @@ impl Tree {
         if self.nodes.remove(path).is_none() {
             return Vec::new();
         }
+        self.zxid += 1;
         let mut events = Vec::new();
         for p in self.fire(path, &[WatchKind::Data, WatchKind::Exist]) {
             events.push((EventType::NodeDeleted, p));
@@ -277,7 +394,7 @@ fn answer(tree: &mut Tree, op: OpCode, body: Bytes) -> (ErrorCode, Bytes, Events
                 return (ErrorCode::NoNode, Bytes::new(), none());
             };
             if r.watch {
-                tree.watches.push((r.path.clone(), WatchKind::Child));
+                tree.watch(&r.path, WatchKind::Child);
             }
             let body = if op == OpCode::GetChildren {
                 encode(&GetChildrenResponse { children })
@@ -300,7 +417,7 @@ fn answer(tree: &mut Tree, op: OpCode, body: Bytes) -> (ErrorCode, Bytes, Events
                 } else {
                     WatchKind::Exist
                 };
-                tree.watches.push((r.path.clone(), kind));
+                tree.watch(&r.path, kind);
             }
             match found {
                 Some(stat) => (ErrorCode::Ok, encode(&ExistsResponse { stat }), none()),
@@ -312,7 +429,7 @@ fn answer(tree: &mut Tree, op: OpCode, body: Bytes) -> (ErrorCode, Bytes, Events
             match tree.nodes.get(&r.path).cloned() {
                 Some(node) => {
                     if r.watch {
-                        tree.watches.push((r.path.clone(), WatchKind::Data));
+                        tree.watch(&r.path, WatchKind::Data);
                     }
                     let reply = GetDataResponse {
                         data: node.data,
@@ -369,9 +486,39 @@ pub(crate) async fn serve(
     let mut expired = false;
     loop {
         let mut lost = false;
+        // A foreign node to delete while the client is away.
+        let mut release_while_away = None;
         while let Some(req) = conn.read_non_ping().await {
             if req.xid == xid::SET_WATCHES {
+                let events = {
+                    let mut tree = tree.lock().unwrap();
+                    let (zxid, data, exist, child) = match OpCode::try_from(req.op) {
+                        Ok(OpCode::SetWatches2) => {
+                            let r: SetWatches2 = decode_exact(req.body).unwrap();
+                            (
+                                r.relative_zxid,
+                                r.data_watches,
+                                r.exist_watches,
+                                r.child_watches,
+                            )
+                        }
+                        _ => {
+                            let r: SetWatches = decode_exact(req.body).unwrap();
+                            (
+                                r.relative_zxid,
+                                r.data_watches,
+                                r.exist_watches,
+                                r.child_watches,
+                            )
+                        }
+                    };
+                    tree.set_watches(zxid, &data, &exist, &child)
+                };
                 conn.reply(req.xid, 0, ErrorCode::Ok, &[]).await;
+                tree.lock().unwrap().notified += events.len();
+                for (event, path) in events {
+                    conn.notify(event, &path).await;
+                }
                 continue;
             }
             let op = OpCode::try_from(req.op).expect("a known op code");
@@ -409,14 +556,36 @@ pub(crate) async fn serve(
             }
             let zxid = tree.lock().unwrap().zxid;
             conn.reply(req.xid, zxid, err, &body).await;
-            for (event, path) in events {
+            let after = match fault {
+                Some(Fault::ReleaseWhileDisconnected(n)) => {
+                    release_while_away = Some(n);
+                    lost = true;
+                    Vec::new()
+                }
+                Some(fault) => tree.lock().unwrap().after_reply(fault),
+                None => Vec::new(),
+            };
+            tree.lock().unwrap().notified += events.len() + after.len();
+            for (event, path) in events.into_iter().chain(after) {
                 conn.notify(event, &path).await;
+            }
+            if lost {
+                break;
             }
         }
         if !lost {
             return;
         }
         drop(conn);
+        {
+            // The watches were the connection's; what changes now reaches the client only
+            // through its `SetWatches`.
+            let mut tree = tree.lock().unwrap();
+            tree.watches.clear();
+            if let Some(n) = release_while_away {
+                tree.after_reply(Fault::ReleaseWhileDisconnected(n));
+            }
+        }
         // The client resumes the same session on a new connection.
         conn = server.accept().await;
         let resume = within("reconnect", conn.read_connect()).await;

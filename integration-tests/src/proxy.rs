@@ -41,11 +41,13 @@ use crate::ZkTarget;
 use create_scan::is_create;
 pub use drop_rule::DropRule;
 use drop_rule::Dropper;
+use event_zxid::{reply_xid, EventZxids, NOTIFICATION, SET_WATCHES};
 use flavour::{Action, Emulator};
 pub use flavour::{Emulation, Refusal, UNKNOWN_OPCODE};
 
 mod create_scan;
 mod drop_rule;
+mod event_zxid;
 mod flavour;
 
 /// What the proxy does with traffic from now on.
@@ -102,6 +104,9 @@ struct ConnCtl {
     cut: Mutex<Cut>,
     /// The xid of this connection's create whose reply must be dropped.
     target_xid: Mutex<Option<i32>>,
+    /// `SetWatches` requests forwarded and not answered yet: the notifications they fire
+    /// carry no zxid on 3.9 either (`event_zxid.rs`).
+    rewatching: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -121,6 +126,7 @@ struct Shared {
     dropped: watch::Sender<u64>,
     dropper: Dropper,
     emulator: Emulator,
+    event_zxids: EventZxids,
     cancel: CancellationToken,
 }
 
@@ -154,6 +160,7 @@ impl Proxy {
             dropped: watch::channel(0).0,
             dropper: Dropper::default(),
             emulator: Emulator::default(),
+            event_zxids: EventZxids::new(upstream),
             cancel: CancellationToken::new(),
         });
         tokio::spawn(accept_loop(Arc::clone(&shared), listener, addr));
@@ -351,6 +358,7 @@ async fn connection(shared: Arc<Shared>, client: TcpStream) {
         cancel: shared.cancel.child_token(),
         cut: Mutex::new(Cut::Close),
         target_xid: Mutex::new(None),
+        rewatching: AtomicU64::new(0),
     });
     lock(&shared.conns).insert(id, Arc::clone(&ctl));
     shared.open.fetch_add(1, Ordering::SeqCst);
@@ -507,6 +515,14 @@ async fn writer(
             ctl.cancel.cancel();
             break true;
         }
+        let packet = if is_handshake {
+            packet
+        } else {
+            tokio::select! {
+                () = ctl.cancel.cancelled() => break true,
+                p = event_zxid(&shared, &ctl, dir, packet) => p,
+            }
+        };
         if !is_handshake && inspect(&shared, &ctl, dir, &packet) == Verdict::DropAndCut {
             shared.dropped.send_modify(|n| *n += 1);
             ctl.cancel.cancel();
@@ -533,6 +549,31 @@ async fn writer(
         half.forget(); // no FIN first: the socket closes with RST when both halves are gone
     }
     // Otherwise dropping the half sends FIN after everything queued was written.
+}
+
+/// ZooKeeper 3.9's watch-event zxid, when the emulation has it (`event_zxid.rs`): fills it
+/// into a notification, except while a `SetWatches` is being answered.
+async fn event_zxid(shared: &Shared, ctl: &ConnCtl, dir: Dir, packet: Bytes) -> Bytes {
+    let xid = reply_xid(&packet);
+    match (dir, xid) {
+        (Dir::ToServer, Some(SET_WATCHES)) => {
+            ctl.rewatching.fetch_add(1, Ordering::SeqCst);
+            packet
+        }
+        (Dir::ToClient, Some(SET_WATCHES)) => {
+            let _ = ctl
+                .rewatching
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+            packet
+        }
+        (Dir::ToClient, Some(NOTIFICATION))
+            if ctl.rewatching.load(Ordering::SeqCst) == 0
+                && shared.emulator.get().is_some_and(|e| e.event_zxids) =>
+        {
+            shared.event_zxids.fill(packet).await
+        }
+        _ => packet,
+    }
 }
 
 /// Waits until `mode` lets a packet read at `read_at` through.

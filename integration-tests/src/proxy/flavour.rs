@@ -20,8 +20,10 @@
 //!   values of `src/Common/ZooKeeper/ZooKeeperConstants.h`; releases before late 2025 lack
 //!   `create2` (#88797, #90741), `addWatch` (#88813), TTL (#100397) and container (#108908)
 //!   nodes; `getEphemerals`, `getAllChildrenNumber`, `whoAmI` and SASL are absent in all.
-//! * ZooKeeper 3.9 differs from 3.8 in the zxid of watch events (ZOOKEEPER-4655), which this
-//!   client does not read: 3.9 is emulated as 3.8.
+//! * ZooKeeper 3.9 differs from 3.8 in the zxid of watch events (ZOOKEEPER-4655): its
+//!   notifications carry the zxid of the transaction that fired them, which the proxy reads
+//!   back from the 3.8 server's tree ([`Emulation::event_zxids`]; sources and method in
+//!   `event_zxid.rs`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -55,6 +57,9 @@ pub struct Emulation {
     /// Where on the real server the emulated `/keeper/...` nodes are: reads of `/keeper` and
     /// below go to `<keeper_root>/keeper/...` instead (Keeper only).
     pub keeper_root: Option<String>,
+    /// Notifications carry the zxid of the change that fired them, as from ZooKeeper 3.9
+    /// (ZOOKEEPER-4655); otherwise -1, as from 3.4 to 3.8 and Keeper.
+    pub event_zxids: bool,
 }
 
 /// Opcodes ZooKeeper 3.5 added.
@@ -72,6 +77,7 @@ impl Emulation {
             refusal: Refusal::Unimplemented,
             no_resume: false,
             keeper_root: None,
+            event_zxids: false,
         }
     }
 
@@ -92,6 +98,20 @@ impl Emulation {
         Emulation::zookeeper("zookeeper-3.6", SINCE_3_7.to_vec())
     }
 
+    /// ZooKeeper 3.8: the real server as it is (every opcode; notifications without a zxid).
+    pub fn zookeeper_3_8() -> Emulation {
+        Emulation::zookeeper("zookeeper-3.8", Vec::new())
+    }
+
+    /// ZooKeeper 3.9: every opcode of 3.8, and notifications carry the zxid of the change
+    /// that fired them (ZOOKEEPER-4655; see [`event_zxids`](Self::event_zxids)).
+    pub fn zookeeper_3_9() -> Emulation {
+        Emulation {
+            event_zxids: true,
+            ..Emulation::zookeeper("zookeeper-3.9", Vec::new())
+        }
+    }
+
     /// ClickHouse Keeper before late 2025, its `/keeper` nodes under `keeper_root` on the
     /// real server: no `create2`, `createContainer`, `createTTL`, `addWatch`,
     /// `setWatches2`, `getEphemerals`, `getAllChildrenNumber`, `whoAmI`,
@@ -105,6 +125,7 @@ impl Emulation {
             refusal: Refusal::Close,
             no_resume: true,
             keeper_root: Some(keeper_root.to_owned()),
+            event_zxids: false,
         }
     }
 

@@ -1,6 +1,6 @@
 //! Every server flavour (issue 31), emulated by the proxy in front of the real 3.8 server
-//! (`integration_tests::proxy::Emulation`: ZooKeeper 3.4, 3.5, 3.6, 3.8 as it is, 3.9 as 3.8,
-//! ClickHouse Keeper before late 2025 and of 2026): each public operation works, or fails
+//! (`integration_tests::proxy::Emulation`: ZooKeeper 3.4, 3.5, 3.6, 3.8 as it is, 3.9 with
+//! its watch-event zxids, ClickHouse Keeper before late 2025 and of 2026): each public operation works, or fails
 //! locally with `Error::Unimplemented` naming the feature, and the session (and its
 //! connection) survives all of it; no unsupported request ever reaches the proxy; a lock, a
 //! leader latch and a cache (one-shot watches where `addWatch` is missing) work on each; a
@@ -25,8 +25,8 @@ use zk_recipes::lock::FairLock;
 const LIMIT: Duration = Duration::from_secs(30);
 
 /// One flavour: what the proxy emulates and how the client is told.
-#[derive(Clone, Copy)]
-enum Case {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Case {
     ZooKeeper34,
     ZooKeeper35,
     ZooKeeper36,
@@ -43,7 +43,7 @@ const KEEPER_API_VERSION: &[u8] = b"3";
 const KEEPER_2026_FLAGS: &[u8] = &[0b1111_1000];
 
 impl Case {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Case::ZooKeeper34 => "zk34",
             Case::ZooKeeper35 => "zk35",
@@ -60,7 +60,8 @@ impl Case {
             Case::ZooKeeper34 => Some(Emulation::zookeeper_3_4()),
             Case::ZooKeeper35 => Some(Emulation::zookeeper_3_5()),
             Case::ZooKeeper36 => Some(Emulation::zookeeper_3_6()),
-            Case::ZooKeeper38 | Case::ZooKeeper39 => None,
+            Case::ZooKeeper38 => Some(Emulation::zookeeper_3_8()),
+            Case::ZooKeeper39 => Some(Emulation::zookeeper_3_9()),
             Case::KeeperOld => Some(Emulation::keeper_old(keeper_root)),
             Case::Keeper2026 => Some(Emulation::keeper_2026(keeper_root)),
         }
@@ -94,7 +95,8 @@ impl Case {
             Case::ZooKeeper34 => ServerProfile::zookeeper(3, 4),
             Case::ZooKeeper35 => ServerProfile::zookeeper(3, 5),
             Case::ZooKeeper36 => ServerProfile::zookeeper(3, 6),
-            Case::ZooKeeper38 | Case::ZooKeeper39 => ServerProfile::zookeeper(3, 8),
+            Case::ZooKeeper38 => ServerProfile::zookeeper(3, 8),
+            Case::ZooKeeper39 => ServerProfile::zookeeper(3, 9),
             Case::KeeperOld => ServerProfile::keeper().with(Feature::MultiRead),
             Case::Keeper2026 => ServerProfile::keeper()
                 .with(Feature::MultiRead)
@@ -110,17 +112,17 @@ impl Case {
     }
 }
 
-struct Env {
-    proxy: Proxy,
+pub(crate) struct Env {
+    pub(crate) proxy: Proxy,
     /// Connect string of the proxy with the test's chroot.
-    hosts: String,
+    pub(crate) hosts: String,
     /// A client on the real server, same chroot.
-    admin: Client,
-    case: Case,
+    pub(crate) admin: Client,
+    pub(crate) case: Case,
 }
 
 impl Env {
-    async fn start(case: Case) -> Env {
+    pub(crate) async fn start(case: Case) -> Env {
         let server = standalone().await;
         let root = chroot(server, &format!("flavour_{}", case.name())).await;
         let admin = Client::connect(&server.hosts(&root)).await.unwrap();
@@ -154,19 +156,19 @@ impl Env {
         }
     }
 
-    fn builder(&self) -> ClientBuilder {
+    pub(crate) fn builder(&self) -> ClientBuilder {
         self.case
             .configure(Client::builder(&self.hosts).session_timeout(Duration::from_secs(6)))
     }
 
-    async fn client(&self) -> Client {
+    pub(crate) async fn client(&self) -> Client {
         self.builder()
             .connect()
             .await
             .expect("connect through the proxy")
     }
 
-    async fn manager(&self) -> SessionManager {
+    pub(crate) async fn manager(&self) -> SessionManager {
         SessionManager::builder(self.builder())
             .renew_backoff(Duration::from_millis(50), Duration::from_secs(1))
             .renew_attempts(50)
@@ -175,7 +177,7 @@ impl Env {
             .expect("first session")
     }
 
-    fn assert_nothing_unsupported_sent(&self) {
+    pub(crate) fn assert_nothing_unsupported_sent(&self) {
         assert_eq!(
             self.proxy.stats().unsupported_requests,
             0,
@@ -459,7 +461,7 @@ flavour_tests! {
     ZooKeeper35: operations_on_zookeeper_3_5, recipes_on_zookeeper_3_5;
     ZooKeeper36: operations_on_zookeeper_3_6, recipes_on_zookeeper_3_6;
     ZooKeeper38: operations_on_zookeeper_3_8, recipes_on_zookeeper_3_8;
-    ZooKeeper39: operations_on_zookeeper_3_9_as_3_8, recipes_on_zookeeper_3_9_as_3_8;
+    ZooKeeper39: operations_on_zookeeper_3_9, recipes_on_zookeeper_3_9;
     KeeperOld: operations_on_keeper_before_2025, recipes_on_keeper_before_2025;
     Keeper2026: operations_on_keeper_2026, recipes_on_keeper_2026;
 }

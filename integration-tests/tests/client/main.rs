@@ -8,6 +8,7 @@ mod api;
 mod compression;
 mod dns;
 mod failover;
+mod flavour_events;
 mod flavours;
 mod limits;
 mod multi;

@@ -604,11 +604,12 @@ async fn write_batch(admin: &Client, seed: u64, ops: usize) {
     }
 }
 
-/// The one-shot cache under connection faults: each round writes while the proxy cuts,
-/// delays or partitions the cache's connection, then the cache must equal a fresh read and
-/// its events must replay to it. On ZooKeeper the session resumes (one-shot watches are
-/// re-registered and a pass re-reads); on Keeper each cut is a new session of the manager.
-async fn one_shot_cache_under_faults(case: Case, rounds: u64) {
+/// The cache under connection faults: each round writes while the proxy cuts, delays or
+/// partitions the cache's connection, then the cache must equal a fresh read and its events
+/// must replay to it. On ZooKeeper the session resumes (watches are re-registered and a pass
+/// re-reads); on Keeper each cut is a new session of the manager. Without `addWatch` the
+/// cache follows one-shot watches; on 3.9 its events carry zxids (`order.rs`).
+async fn cache_under_faults(case: Case, rounds: u64) {
     use integration_tests::proxy::Mode;
     let env = Env::start(case).await;
     env.admin
@@ -616,10 +617,13 @@ async fn one_shot_cache_under_faults(case: Case, rounds: u64) {
         .await
         .unwrap();
     let manager = env.manager().await;
-    assert!(!manager
-        .client()
-        .server_profile()
-        .supports(Feature::AddWatch));
+    assert_eq!(
+        manager
+            .client()
+            .server_profile()
+            .supports(Feature::AddWatch),
+        case.expected().supports(Feature::AddWatch)
+    );
     let (cache, events) = Cache::builder("/app")
         .build_managed_with_events(&manager)
         .unwrap();
@@ -644,10 +648,15 @@ async fn one_shot_cache_under_faults(case: Case, rounds: u64) {
 
 #[tokio::test]
 async fn one_shot_cache_matches_the_server_under_faults_on_zookeeper_3_5() {
-    one_shot_cache_under_faults(Case::ZooKeeper35, 9).await;
+    cache_under_faults(Case::ZooKeeper35, 9).await;
 }
 
 #[tokio::test]
 async fn one_shot_cache_matches_the_server_under_faults_on_keeper_before_2025() {
-    one_shot_cache_under_faults(Case::KeeperOld, 6).await;
+    cache_under_faults(Case::KeeperOld, 6).await;
+}
+
+#[tokio::test]
+async fn cache_with_event_zxids_matches_the_server_under_faults_on_zookeeper_3_9() {
+    cache_under_faults(Case::ZooKeeper39, 6).await;
 }

@@ -107,7 +107,7 @@ impl Case {
         }
     }
 
-    fn keeper(self) -> bool {
+    pub(crate) fn keeper(self) -> bool {
         matches!(self, Case::KeeperOld | Case::Keeper2026)
     }
 }

@@ -9,6 +9,7 @@ mod compression;
 mod dns;
 mod failover;
 mod flavour_events;
+mod flavour_recipes;
 mod flavours;
 mod limits;
 mod multi;

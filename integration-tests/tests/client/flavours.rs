@@ -110,6 +110,37 @@ impl Case {
     pub(crate) fn keeper(self) -> bool {
         matches!(self, Case::KeeperOld | Case::Keeper2026)
     }
+
+    /// The case a `ZKRS_SERVER_PROFILE` value stands for.
+    fn from_profile_name(name: &str) -> Option<Case> {
+        Some(match name.trim().to_ascii_lowercase().as_str() {
+            "3.4" => Case::ZooKeeper34,
+            "3.5" => Case::ZooKeeper35,
+            "3.6" => Case::ZooKeeper36,
+            "3.7" | "3.8" => Case::ZooKeeper38,
+            "3.9" => Case::ZooKeeper39,
+            "keeper" => Case::KeeperOld,
+            "keeper-2026" => Case::Keeper2026,
+            _ => return None,
+        })
+    }
+}
+
+/// The user's own server, when `ZKRS_SERVER_UNDER_TEST=host:port` is set, and the case
+/// `ZKRS_SERVER_PROFILE` says it is (docs/servers.md, "Your own server"): that case's tests
+/// run against it instead of the emulation; the other cases still run on their emulations.
+fn server_under_test() -> Option<(String, Case)> {
+    let addr = std::env::var("ZKRS_SERVER_UNDER_TEST")
+        .ok()
+        .filter(|a| !a.trim().is_empty())?;
+    let name = std::env::var("ZKRS_SERVER_PROFILE").unwrap_or_default();
+    let case = Case::from_profile_name(&name).unwrap_or_else(|| {
+        panic!(
+            "ZKRS_SERVER_UNDER_TEST is set: ZKRS_SERVER_PROFILE must say what it is \
+             (3.4, 3.5, 3.6, 3.7, 3.8, 3.9, keeper, keeper-2026), not {name:?}"
+        )
+    });
+    Some((addr.trim().to_owned(), case))
 }
 
 pub(crate) struct Env {
@@ -119,10 +150,15 @@ pub(crate) struct Env {
     /// A client on the real server, same chroot.
     pub(crate) admin: Client,
     pub(crate) case: Case,
+    /// The user's own server ([`server_under_test`]), not an emulation.
+    pub(crate) real: bool,
 }
 
 impl Env {
     pub(crate) async fn start(case: Case) -> Env {
+        if let Some((addr, _)) = server_under_test().filter(|(_, c)| *c == case) {
+            return Env::on_server_under_test(case, &addr).await;
+        }
         let server = standalone().await;
         let root = chroot(server, &format!("flavour_{}", case.name())).await;
         let admin = Client::connect(&server.hosts(&root)).await.unwrap();
@@ -153,6 +189,48 @@ impl Env {
             hosts,
             admin,
             case,
+            real: false,
+        }
+    }
+
+    /// The environment on the user's own server at `addr`: a fresh root
+    /// `/zkrs_flavours/<case>_<nanos>` (left there), the admin configured like the clients
+    /// under test (a Keeper closes the connection on what it lacks), and a proxy that only
+    /// counts unsupported requests and cuts connections (no `/keeper` redirection, no
+    /// zxid filling: the server's own are tested).
+    async fn on_server_under_test(case: Case, addr: &str) -> Env {
+        let upstream = tokio::net::lookup_host(addr)
+            .await
+            .unwrap_or_else(|e| panic!("ZKRS_SERVER_UNDER_TEST={addr}: {e}"))
+            .next()
+            .unwrap_or_else(|| panic!("ZKRS_SERVER_UNDER_TEST={addr}: no address"));
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        let root = format!("/zkrs_flavours/{}_{nanos}", case.name());
+        let configured = |hosts: String| case.configure(Client::builder(&hosts)).connect();
+        let boot = configured(upstream.to_string())
+            .await
+            .unwrap_or_else(|e| panic!("ZKRS_SERVER_UNDER_TEST={addr}: {e}"));
+        boot.create_all(&format!("{root}/app"), b"", &CreateOptions::persistent())
+            .await
+            .unwrap();
+        boot.close().await.unwrap();
+        let admin = configured(format!("{upstream}{root}")).await.unwrap();
+        let proxy = Proxy::start(upstream).await;
+        proxy.emulate(case.emulation("").map(|e| Emulation {
+            keeper_root: None,
+            event_zxids: false,
+            ..e
+        }));
+        let hosts = proxy.hosts(&root);
+        Env {
+            proxy,
+            hosts,
+            admin,
+            case,
+            real: true,
         }
     }
 
@@ -209,7 +287,10 @@ async fn operations(case: Case) {
     let env = Env::start(case).await;
     let client = env.client().await;
     let profile = client.server_profile();
-    assert_eq!(profile, case.expected(), "{}", case.name());
+    if !(env.real && case.keeper()) {
+        // A real Keeper's profile is what its own /keeper nodes say.
+        assert_eq!(profile, case.expected(), "{}", case.name());
+    }
     assert_eq!(
         profile.flavour(),
         if case.keeper() {
@@ -267,11 +348,13 @@ async fn operations(case: Case) {
 
     // What some servers lack.
     let ttl = CreateOptions::new(CreateMode::PersistentWithTtl).with_ttl(Duration::from_secs(60));
-    expect(
-        profile,
-        Feature::Ttl,
-        client.create("/app/ttl", b"", &ttl).await,
-    );
+    let made = client.create("/app/ttl", b"", &ttl).await;
+    if env.real && matches!(made, Err(Error::Unimplemented(Feature::Ttl))) {
+        // A real ZooKeeper without zookeeper.extendedTypesEnabled: its own answer, which
+        // keeps the connection (checked below).
+    } else {
+        expect(profile, Feature::Ttl, made);
+    }
     let container = CreateOptions::container();
     expect(
         profile,

@@ -743,3 +743,48 @@ async fn one_shot_cache_matches_the_server_under_faults_on_keeper_before_2025() 
 async fn cache_with_event_zxids_matches_the_server_under_faults_on_zookeeper_3_9() {
     cache_under_faults(Case::ZooKeeper39, 6).await;
 }
+
+/// A Keeper user who forgot `detect_server`: the first `create2` costs the session, and the
+/// poison rule stops it at the second loss in a row (shared by the manager's sessions), so the
+/// failure is loud and bounded (docs/servers.md, "Why detection is not on by default").
+#[tokio::test]
+async fn an_unconfigured_client_on_keeper_is_stopped_by_the_poison_rule() {
+    let env = Env::start(Case::KeeperOld).await;
+    if env.real {
+        return; // Not on a user's server: it costs their Keeper two sessions on purpose.
+    }
+    let manager = SessionManager::builder(
+        Client::builder(&env.hosts).session_timeout(Duration::from_secs(6)),
+    )
+    .renew_backoff(Duration::from_millis(50), Duration::from_secs(1))
+    .renew_attempts(50)
+    .connect()
+    .await
+    .unwrap();
+    let persistent = CreateOptions::persistent();
+    let mut results = Vec::new();
+    for round in 0..3 {
+        let generation = manager.current().number;
+        let client = manager.client();
+        client.wait_connected(LIMIT).await.unwrap();
+        let result = client.create("/app/x", b"", &persistent).await;
+        let lost = matches!(result, Err(Error::ConnectionLoss | Error::SessionExpired));
+        results.push(result);
+        if lost {
+            let end = Instant::now() + LIMIT;
+            while manager.current().number == generation {
+                assert!(Instant::now() < end, "round {round}: no new session");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+    assert!(
+        matches!(
+            &results[..],
+            [Err(_), Err(_), Err(Error::ServerDropsRequest { .. })]
+        ),
+        "{results:?}"
+    );
+    assert_eq!(env.proxy.stats().unsupported_requests, 2);
+    manager.close().await.unwrap();
+}

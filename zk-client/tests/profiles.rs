@@ -6,6 +6,7 @@ use bytes::Bytes;
 use zk_client::{AddWatchMode, Client, CreateOptions, Error, Feature, Flavour, Op, ServerProfile};
 use zk_proto::records::{
     Create2Response, CreateResponse, ExistsResponse, GetDataRequest, MultiResponse, MultiResult,
+    RemoveRecursiveRequest,
 };
 use zk_proto::{decode_prefix, ErrorCode, OpCode, Stat};
 use zk_test_support::{data_reply, encode, within, Conn, FakeServer};
@@ -225,6 +226,44 @@ async fn detection_reads_keepers_nodes_and_leaves_zookeeper_as_configured() {
     );
 }
 
+/// On a Keeper with `RemoveRecursive`, `delete_all` is that one request (path under the
+/// chroot, a limit of 1000); a `NotEmpty` answer (over the limit) falls back to listing. A
+/// profile without it never sends opcode 503.
+#[tokio::test]
+async fn delete_all_is_one_remove_recursive_on_a_keeper_with_it() {
+    let server = FakeServer::start().await;
+    let keeper = ServerProfile::keeper().with(Feature::RemoveRecursive);
+    let (client, mut conn) = connect(&server, keeper).await;
+    let one = tokio::spawn(client.delete_all("/a"));
+    let req = conn.read_non_ping().await.unwrap();
+    assert_eq!(req.op, OpCode::RemoveRecursive.as_i32());
+    let sent: RemoveRecursiveRequest = decode_prefix(req.body.clone()).unwrap();
+    assert_eq!(
+        (sent.path.as_str(), sent.remove_nodes_limit),
+        ("/app/a", 1000)
+    );
+    conn.reply(req.xid, 2, ErrorCode::Ok, &[]).await;
+    within("delete_all", one).await.unwrap().unwrap();
+
+    let big = tokio::spawn(client.delete_all("/big"));
+    let req = conn.read_non_ping().await.unwrap();
+    assert_eq!(req.op, OpCode::RemoveRecursive.as_i32());
+    conn.reply(req.xid, 3, ErrorCode::NotEmpty, &[]).await;
+    let req = within("listing", conn.read_non_ping()).await.unwrap();
+    assert_eq!(req.op, OpCode::GetChildren.as_i32(), "the fallback lists");
+    drop(big);
+
+    let server = FakeServer::start().await;
+    let (client, mut conn) = connect(&server, ServerProfile::default()).await;
+    let _listing = tokio::spawn(client.delete_all("/a"));
+    let req = conn.read_non_ping().await.unwrap();
+    assert_eq!(
+        req.op,
+        OpCode::GetChildren.as_i32(),
+        "ZooKeeper has no RemoveRecursive"
+    );
+}
+
 // ===== docs/servers.md's "What works where" table =====
 
 /// How a cell of the table reads.
@@ -232,7 +271,8 @@ async fn detection_reads_keepers_nodes_and_leaves_zookeeper_as_configured() {
 enum Cell {
     /// `ok`: sent and works.
     Ok,
-    /// `local` (or `create + exists` for a create without `create2`): never sent.
+    /// `local` (or `create + exists` for a create without `create2`, `list + deletes` for a
+    /// `delete_all` without `RemoveRecursive`): never sent.
     Local,
     /// `` `/keeper` says ``: what detection finds.
     Detected,
@@ -242,7 +282,10 @@ fn cell(text: &str) -> Cell {
     let text = text.trim_end_matches(|c: char| "¹²³⁴⁵ ".contains(c));
     if text.starts_with("ok") {
         Cell::Ok
-    } else if text.starts_with("local") || text.starts_with("create + exists") {
+    } else if text.starts_with("local")
+        || text.starts_with("create + exists")
+        || text.starts_with("list + deletes")
+    {
         Cell::Local
     } else if text.contains("`/keeper` says") {
         Cell::Detected
@@ -295,7 +338,8 @@ fn the_servers_table_matches_the_profiles() {
         ],
         "docs/servers.md: the table's columns changed; update this test"
     );
-    let keeper_2026 = ServerProfile::keeper()
+    // What the 2026 Keeper of the flavours tests ends with: configured, plus its flags.
+    let keeper_2026 = ServerProfile::from_keeper_nodes(b"3", Some(&[0b1111_1000]))
         .with(Feature::Create2)
         .with(Feature::Container)
         .with(Feature::Ttl)
@@ -327,6 +371,7 @@ fn the_servers_table_matches_the_profiles() {
         ("`whoami`", &[Feature::WhoAmI]),
         ("`remove_watches`", &[Feature::RemoveWatches]),
         ("`reconfig`", &[Feature::Reconfig]),
+        ("`delete_all` in one request", &[Feature::RemoveRecursive]),
     ];
     let mut covered = Vec::new();
     let mut sessions_row = false;

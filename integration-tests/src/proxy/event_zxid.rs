@@ -48,18 +48,43 @@ enum Field {
     Pzxid,
 }
 
+/// A session of the proxy's own on the real server, connected when first needed and
+/// replaced when it fails (it expires while idle).
+#[derive(Debug)]
+pub(super) struct Side {
+    upstream: SocketAddr,
+    session: tokio::sync::Mutex<Option<Session>>,
+}
+
+impl Side {
+    pub(super) fn new(upstream: SocketAddr) -> Side {
+        Side {
+            upstream,
+            session: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// The session, connected (`None` inside when the server cannot be reached); set it to
+    /// `None` after a failure so that the next call connects again.
+    pub(super) async fn session(&self) -> tokio::sync::MutexGuard<'_, Option<Session>> {
+        let mut session = self.session.lock().await;
+        if session.is_none() {
+            *session = Session::connect(self.upstream).await.ok();
+        }
+        session
+    }
+}
+
 /// Fills notifications' zxids from a side session on the real server.
 #[derive(Debug)]
 pub(super) struct EventZxids {
-    upstream: SocketAddr,
-    session: tokio::sync::Mutex<Option<Session>>,
+    side: Side,
 }
 
 impl EventZxids {
     pub(super) fn new(upstream: SocketAddr) -> EventZxids {
         EventZxids {
-            upstream,
-            session: tokio::sync::Mutex::new(None),
+            side: Side::new(upstream),
         }
     }
 
@@ -85,12 +110,9 @@ impl EventZxids {
             NODE_CHILDREN_CHANGED => (path.to_owned(), Field::Pzxid),
             _ => return None,
         };
-        let mut session = self.session.lock().await;
         // A side session that expired while idle is replaced once.
         for _ in 0..2 {
-            if session.is_none() {
-                *session = Session::connect(self.upstream).await.ok();
-            }
+            let mut session = self.side.session().await;
             let Some(s) = session.as_mut() else {
                 continue;
             };
@@ -124,7 +146,7 @@ async fn walk_up(
 }
 
 /// The `Stat` of `path` (an `exists` without a watch), `None` when it does not exist.
-async fn stat(session: &mut Session, path: &str) -> Result<Option<Bytes>, ProbeError> {
+pub(super) async fn stat(session: &mut Session, path: &str) -> Result<Option<Bytes>, ProbeError> {
     let mut body = Vec::with_capacity(5 + path.len());
     body.extend((path.len() as i32).to_be_bytes());
     body.extend(path.as_bytes());
@@ -149,7 +171,7 @@ fn zxid_of(stat: &[u8], field: Field) -> Option<i64> {
 }
 
 /// The parent of an absolute path (`None` for `/`).
-fn parent(path: &str) -> Option<String> {
+pub(super) fn parent(path: &str) -> Option<String> {
     if path == "/" {
         return None;
     }

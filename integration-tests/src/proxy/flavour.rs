@@ -60,6 +60,12 @@ pub struct Emulation {
     /// Notifications carry the zxid of the change that fired them, as from ZooKeeper 3.9
     /// (ZOOKEEPER-4655); otherwise -1, as from 3.4 to 3.8 and Keeper.
     pub event_zxids: bool,
+    /// The server has Keeper's `RemoveRecursive` (503); otherwise it is unsupported like
+    /// any opcode in [`unsupported`](Self::unsupported).
+    pub remove_recursive: bool,
+    /// Keeper's own requests the server has are carried out on the 3.8 server
+    /// (`keeper_ops.rs`); `false` in front of a real Keeper, which does them itself.
+    pub translate_keeper_ops: bool,
 }
 
 /// Opcodes ZooKeeper 3.5 added.
@@ -78,6 +84,8 @@ impl Emulation {
             no_resume: false,
             keeper_root: None,
             event_zxids: false,
+            remove_recursive: false,
+            translate_keeper_ops: false,
         }
     }
 
@@ -126,21 +134,28 @@ impl Emulation {
             no_resume: true,
             keeper_root: Some(keeper_root.to_owned()),
             event_zxids: false,
+            remove_recursive: false,
+            translate_keeper_ops: false,
         }
     }
 
     /// ClickHouse Keeper of 2026 with `create2`, `addWatch`, TTL and container nodes
-    /// enabled: still no `getEphemerals`, `getAllChildrenNumber`, `whoAmI`.
+    /// enabled, and its own `RemoveRecursive` (`keeper_ops.rs`): still no `getEphemerals`,
+    /// `getAllChildrenNumber`, `whoAmI`.
     pub fn keeper_2026(keeper_root: &str) -> Emulation {
         Emulation {
             name: "keeper-2026",
             unsupported: vec![17, 18, 103, 104, 107],
+            remove_recursive: true,
+            translate_keeper_ops: true,
             ..Emulation::keeper_old(keeper_root)
         }
     }
 
+    /// Keeper's own opcodes (500 and up) are unknown to every ZooKeeper and to a Keeper
+    /// without them.
     fn refuses(&self, op: i32) -> bool {
-        self.unsupported.contains(&op)
+        self.unsupported.contains(&op) || (op >= 500 && !(self.remove_recursive && op == 503))
     }
 }
 
@@ -159,11 +174,17 @@ pub(super) struct Emulator {
     rule: Mutex<Option<Emulation>>,
     /// Requests the emulated server does not support that reached the proxy.
     pub(super) refused: AtomicU64,
+    /// Keeper's own requests carried out on the 3.8 server.
+    pub(super) translated: AtomicU64,
 }
 
 impl Emulator {
     pub(super) fn set(&self, rule: Option<Emulation>) {
         *self.rule.lock().unwrap_or_else(|e| e.into_inner()) = rule;
+    }
+
+    pub(super) fn count_translated(&self) {
+        self.translated.fetch_add(1, Ordering::SeqCst);
     }
 
     pub(super) fn get(&self) -> Option<Emulation> {

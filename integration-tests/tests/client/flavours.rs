@@ -100,6 +100,7 @@ impl Case {
             Case::KeeperOld => ServerProfile::keeper().with(Feature::MultiRead),
             Case::Keeper2026 => ServerProfile::keeper()
                 .with(Feature::MultiRead)
+                .with(Feature::RemoveRecursive)
                 .with(Feature::Create2)
                 .with(Feature::AddWatch)
                 .with(Feature::Ttl)
@@ -222,6 +223,7 @@ impl Env {
         proxy.emulate(case.emulation("").map(|e| Emulation {
             keeper_root: None,
             event_zxids: false,
+            translate_keeper_ops: false,
             ..e
         }));
         let hosts = proxy.hosts(&root);
@@ -404,6 +406,21 @@ async fn operations(case: Case) {
             client.reconfig(&change).await,
             Err(Error::Unimplemented(Feature::Reconfig))
         ));
+    }
+
+    // A subtree in one call: Keeper's RemoveRecursive where the server has it (one request,
+    // carried out by the proxy's emulation), listing and deletes elsewhere.
+    let before = env.proxy.stats().keeper_requests;
+    client.delete_all("/app/x").await.unwrap();
+    assert!(client.exists("/app/x").await.unwrap().is_none());
+    let one_request = profile.supports(Feature::RemoveRecursive);
+    if !env.real {
+        assert_eq!(
+            env.proxy.stats().keeper_requests - before,
+            u64::from(one_request),
+            "{}: RemoveRecursive",
+            case.name()
+        );
     }
 
     // Still the same session on the same connection, and still working.

@@ -226,6 +226,17 @@ async fn detection_reads_keepers_nodes_and_leaves_zookeeper_as_configured() {
     );
 }
 
+/// An `exists` (for `NoNode`) and a `RemoveRecursive`, both sent at once: their xids and the
+/// removal's request.
+async fn exists_then_remove(conn: &mut Conn) -> (i32, i32, RemoveRecursiveRequest) {
+    let exists = conn.read_non_ping().await.unwrap();
+    assert_eq!(exists.op, OpCode::Exists.as_i32());
+    let remove = conn.read_non_ping().await.unwrap();
+    assert_eq!(remove.op, OpCode::RemoveRecursive.as_i32());
+    let sent: RemoveRecursiveRequest = decode_prefix(remove.body.clone()).unwrap();
+    (exists.xid, remove.xid, sent)
+}
+
 /// On a Keeper with `RemoveRecursive`, `delete_all` is that one request (path under the
 /// chroot, a limit of 1000); a `NotEmpty` answer (over the limit) falls back to listing. A
 /// profile without it never sends opcode 503.
@@ -235,20 +246,30 @@ async fn delete_all_is_one_remove_recursive_on_a_keeper_with_it() {
     let keeper = ServerProfile::keeper().with(Feature::RemoveRecursive);
     let (client, mut conn) = connect(&server, keeper).await;
     let one = tokio::spawn(client.delete_all("/a"));
-    let req = conn.read_non_ping().await.unwrap();
-    assert_eq!(req.op, OpCode::RemoveRecursive.as_i32());
-    let sent: RemoveRecursiveRequest = decode_prefix(req.body.clone()).unwrap();
+    let (exists, remove, sent) = exists_then_remove(&mut conn).await;
     assert_eq!(
         (sent.path.as_str(), sent.remove_nodes_limit),
         ("/app/a", 1000)
     );
-    conn.reply(req.xid, 2, ErrorCode::Ok, &[]).await;
+    let found = encode(&ExistsResponse { stat: stat(3) });
+    conn.reply(exists, 2, ErrorCode::Ok, &found).await;
+    conn.reply(remove, 2, ErrorCode::Ok, &[]).await;
     within("delete_all", one).await.unwrap().unwrap();
 
+    // Keeper answers a missing node without an error: the exists tells.
+    let missing = tokio::spawn(client.delete_all("/gone"));
+    let (exists, remove, _) = exists_then_remove(&mut conn).await;
+    conn.reply(exists, 3, ErrorCode::NoNode, &[]).await;
+    conn.reply(remove, 3, ErrorCode::Ok, &[]).await;
+    assert!(matches!(
+        within("missing", missing).await.unwrap(),
+        Err(Error::NoNode)
+    ));
+
     let big = tokio::spawn(client.delete_all("/big"));
-    let req = conn.read_non_ping().await.unwrap();
-    assert_eq!(req.op, OpCode::RemoveRecursive.as_i32());
-    conn.reply(req.xid, 3, ErrorCode::NotEmpty, &[]).await;
+    let (exists, remove, _) = exists_then_remove(&mut conn).await;
+    conn.reply(exists, 4, ErrorCode::Ok, &found).await;
+    conn.reply(remove, 4, ErrorCode::NotEmpty, &[]).await;
     let req = within("listing", conn.read_non_ping()).await.unwrap();
     assert_eq!(req.op, OpCode::GetChildren.as_i32(), "the fallback lists");
     drop(big);

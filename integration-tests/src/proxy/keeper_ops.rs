@@ -6,10 +6,16 @@
 //! subtree is visited up to the limit and deleted in one transaction, `ZNOTEMPTY` when it has
 //! more nodes than the limit; `KeeperFeatureFlags.h`: flag `REMOVE_RECURSIVE` = 4).
 //!
+//! A missing node is no error there: `preprocess` of the request returns `ZOK` when the
+//! parent is missing (`if (!parent_node) return Coordination::Error::ZOK;`) and, with the
+//! parent present, visits nothing to delete (the client does not rely on either: it sends an
+//! `exists` with the request).
+//!
 //! How the proxy does it: a session of its own lists the subtree, then the request is
 //! forwarded under the same xid as a `multi` of the deletes, deepest first (one transaction
-//! on 3.8 too), or, for a missing node or a subtree over the limit, as a plain `delete` of
-//! the node (3.8 answers `NoNode`, or `NotEmpty` since the node has children). The reply is
+//! on 3.8 too), as a plain `delete` of the node for a subtree over the limit (3.8 answers
+//! `NotEmpty`, the node having children), or as an `exists` of `/` for a missing node (no
+//! error). The reply is
 //! turned back into Keeper's: no body, the first error of the `multi` in its header. A
 //! subtree that changes between the listing and the `multi` fails it (`NotEmpty`/`NoNode`)
 //! where Keeper, listing inside its transaction, would not.
@@ -22,6 +28,7 @@ use crate::probe::{ProbeError, Session, ERR_NO_NODE};
 /// Keeper's `RemoveRecursive`.
 pub(super) const REMOVE_RECURSIVE: i32 = 503;
 const DELETE: i32 = 2;
+const EXISTS: i32 = 3;
 const MULTI: i32 = 14;
 const GET_CHILDREN: i32 = 8;
 /// `RUNTIMEINCONSISTENCY`: what a `multi` reports for the ops after the one that failed.
@@ -52,8 +59,10 @@ pub(super) async fn translate(side: &Side, packet: &Bytes) -> Option<Bytes> {
             Ok(Some(nodes)) if nodes.len() <= limit.max(1) => {
                 return Some(request(xid, MULTI, &deletes(&nodes)));
             }
-            // Missing (NoNode) or over the limit (NotEmpty): the server's own answer.
-            Ok(_) => return Some(request(xid, DELETE, &delete_body(&path))),
+            // Missing: Keeper answers ZOK (see the module docs); an exists of "/" gets that.
+            Ok(None) => return Some(request(xid, EXISTS, &exists_root())),
+            // Over the limit: NotEmpty, the node having children.
+            Ok(Some(_)) => return Some(request(xid, DELETE, &delete_body(&path))),
             Err(_) => *session = None,
         }
     }
@@ -125,6 +134,12 @@ fn deletes(nodes: &[String]) -> Vec<u8> {
     body.extend((-1i32).to_be_bytes());
     body.push(1);
     body.extend((-1i32).to_be_bytes());
+    body
+}
+
+fn exists_root() -> Vec<u8> {
+    let mut body = string("/");
+    body.push(0);
     body
 }
 

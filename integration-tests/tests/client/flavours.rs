@@ -413,11 +413,13 @@ async fn operations(case: Case) {
     let before = env.proxy.stats().keeper_requests;
     client.delete_all("/app/x").await.unwrap();
     assert!(client.exists("/app/x").await.unwrap().is_none());
+    let again = client.delete_all("/app/x").await;
+    assert!(matches!(again, Err(Error::NoNode)), "{again:?}");
     let one_request = profile.supports(Feature::RemoveRecursive);
     if !env.real {
         assert_eq!(
             env.proxy.stats().keeper_requests - before,
-            u64::from(one_request),
+            2 * u64::from(one_request),
             "{}: RemoveRecursive",
             case.name()
         );

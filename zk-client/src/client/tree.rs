@@ -21,8 +21,9 @@ impl Client {
     /// `delete(recursive=True)`).
     ///
     /// On a ClickHouse Keeper with `RemoveRecursive` ([`Feature::RemoveRecursive`], from its
-    /// feature flags) it is one request: the server deletes the subtree in one transaction,
-    /// when it has at most 1000 nodes. Otherwise (and when that request is answered
+    /// feature flags) it is one round trip (that request and an `exists` for the `NoNode`
+    /// case): the server deletes the subtree in one transaction, when it has at most 1000
+    /// nodes. Otherwise (and when that request is answered
     /// `NotEmpty`: a larger subtree, or one that grew) it lists the subtree level by level
     /// (each level's `getChildren` calls pipelined), then deletes it deepest first, every
     /// delete pipelined: the server applies them in call order, so children go before their
@@ -62,11 +63,17 @@ impl Client {
         async move {
             checked?;
             if client.server_profile().supports(Feature::RemoveRecursive) {
-                match client.remove_recursive(&path, REMOVE_RECURSIVE_LIMIT).await {
-                    Ok(()) => return Ok(()),
+                // Both sent at once (one round trip): Keeper answers a RemoveRecursive of a
+                // missing node without an error, the exists says `NoNode`.
+                let exists = client.exists(&path);
+                let removed = client.remove_recursive(&path, REMOVE_RECURSIVE_LIMIT);
+                let (exists, removed) = (exists.await, removed.await);
+                match (exists, removed) {
+                    (Ok(None), Ok(())) => return Err(Error::NoNode),
+                    (Ok(Some(_)), Ok(())) => return Ok(()),
                     // Over the limit (or growing): list and delete, below.
-                    Err(Error::NotEmpty | Error::Unimplemented(_)) => {}
-                    Err(e) => return Err(e),
+                    (_, Err(Error::NotEmpty | Error::Unimplemented(_))) => {}
+                    (Err(e), _) | (_, Err(e)) => return Err(e),
                 }
             }
             for round in 0..DELETE_ALL_TRIES {
@@ -93,15 +100,21 @@ impl Client {
         }
     }
 
-    /// ClickHouse Keeper's `RemoveRecursive` of `path` (refused locally without the feature).
-    async fn remove_recursive(&self, path: &str, limit: i32) -> Result<()> {
-        let request = RemoveRecursiveRequest {
-            path: self.server_path(path)?,
-            remove_nodes_limit: limit,
-        };
-        self.request(OpCode::RemoveRecursive, encode(&request), None)
-            .await
-            .map(drop)
+    /// ClickHouse Keeper's `RemoveRecursive` of `path` (refused locally without the
+    /// feature), sent when called.
+    fn remove_recursive(
+        &self,
+        path: &str,
+        limit: i32,
+    ) -> impl Future<Output = Result<()>> + Send + 'static {
+        let reply = self.server_path(path).map(|path| {
+            let request = RemoveRecursiveRequest {
+                path,
+                remove_nodes_limit: limit,
+            };
+            self.request(OpCode::RemoveRecursive, encode(&request), None)
+        });
+        async move { reply?.await.map(drop) }
     }
 
     /// `path` and every node below it, parents before children (`NoNode` when `path` is

@@ -41,12 +41,15 @@ use crate::ZkTarget;
 use create_scan::is_create;
 pub use drop_rule::DropRule;
 use drop_rule::Dropper;
+use event_zxid::{reply_xid, EventZxids, Side, NOTIFICATION, SET_WATCHES};
 use flavour::{Action, Emulator};
 pub use flavour::{Emulation, Refusal, UNKNOWN_OPCODE};
 
 mod create_scan;
 mod drop_rule;
+mod event_zxid;
 mod flavour;
+mod keeper_ops;
 
 /// What the proxy does with traffic from now on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,6 +97,8 @@ pub struct Stats {
     /// Requests the emulated server flavour does not support that reached the proxy (see
     /// [`Proxy::emulate`]): a client that knows the server sends none.
     pub unsupported_requests: u64,
+    /// Keeper's own requests (`RemoveRecursive`) the emulation carried out on the 3.8 server.
+    pub keeper_requests: u64,
 }
 
 #[derive(Debug)]
@@ -102,6 +107,12 @@ struct ConnCtl {
     cut: Mutex<Cut>,
     /// The xid of this connection's create whose reply must be dropped.
     target_xid: Mutex<Option<i32>>,
+    /// `SetWatches` requests forwarded and not answered yet: the notifications they fire
+    /// carry no zxid on 3.9 either (`event_zxid.rs`).
+    rewatching: AtomicU64,
+    /// Xids of Keeper requests sent to the 3.8 server as other requests, whose replies are
+    /// turned back into Keeper's (`keeper_ops.rs`).
+    translated: Mutex<Vec<i32>>,
 }
 
 #[derive(Debug)]
@@ -121,6 +132,9 @@ struct Shared {
     dropped: watch::Sender<u64>,
     dropper: Dropper,
     emulator: Emulator,
+    event_zxids: EventZxids,
+    /// The side session that lists subtrees for Keeper's `RemoveRecursive`.
+    keeper_side: Side,
     cancel: CancellationToken,
 }
 
@@ -154,6 +168,8 @@ impl Proxy {
             dropped: watch::channel(0).0,
             dropper: Dropper::default(),
             emulator: Emulator::default(),
+            event_zxids: EventZxids::new(upstream),
+            keeper_side: Side::new(upstream),
             cancel: CancellationToken::new(),
         });
         tokio::spawn(accept_loop(Arc::clone(&shared), listener, addr));
@@ -271,6 +287,7 @@ impl Proxy {
             requests_dropped: s.dropper.dropped.load(Ordering::SeqCst),
             new_sessions: s.dropper.new_sessions.load(Ordering::SeqCst),
             unsupported_requests: s.emulator.refused.load(Ordering::SeqCst),
+            keeper_requests: s.emulator.translated.load(Ordering::SeqCst),
         }
     }
 }
@@ -351,6 +368,8 @@ async fn connection(shared: Arc<Shared>, client: TcpStream) {
         cancel: shared.cancel.child_token(),
         cut: Mutex::new(Cut::Close),
         target_xid: Mutex::new(None),
+        rewatching: AtomicU64::new(0),
+        translated: Mutex::new(Vec::new()),
     });
     lock(&shared.conns).insert(id, Arc::clone(&ctl));
     shared.open.fetch_add(1, Ordering::SeqCst);
@@ -493,6 +512,14 @@ async fn writer(
             packet
         };
         let packet = if dir == Dir::ToServer && !is_handshake {
+            tokio::select! {
+                () = ctl.cancel.cancelled() => break true,
+                p = keeper_op(&shared, &ctl, packet) => p,
+            }
+        } else {
+            packet
+        };
+        let packet = if dir == Dir::ToServer && !is_handshake {
             match shared.emulator.handle(packet) {
                 Action::Forward(p) => p,
                 Action::Close => {
@@ -507,6 +534,14 @@ async fn writer(
             ctl.cancel.cancel();
             break true;
         }
+        let packet = if is_handshake {
+            packet
+        } else {
+            tokio::select! {
+                () = ctl.cancel.cancelled() => break true,
+                p = event_zxid(&shared, &ctl, dir, packet) => p,
+            }
+        };
         if !is_handshake && inspect(&shared, &ctl, dir, &packet) == Verdict::DropAndCut {
             shared.dropped.send_modify(|n| *n += 1);
             ctl.cancel.cancel();
@@ -533,6 +568,61 @@ async fn writer(
         half.forget(); // no FIN first: the socket closes with RST when both halves are gone
     }
     // Otherwise dropping the half sends FIN after everything queued was written.
+}
+
+/// ZooKeeper 3.9's watch-event zxid, when the emulation has it (`event_zxid.rs`): fills it
+/// into a notification, except while a `SetWatches` is being answered.
+async fn event_zxid(shared: &Shared, ctl: &ConnCtl, dir: Dir, packet: Bytes) -> Bytes {
+    let xid = reply_xid(&packet);
+    if dir == Dir::ToClient {
+        let mut translated = lock(&ctl.translated);
+        if let Some(i) = translated.iter().position(|x| Some(*x) == xid) {
+            translated.remove(i);
+            return keeper_ops::reply(&packet);
+        }
+    }
+    match (dir, xid) {
+        (Dir::ToServer, Some(SET_WATCHES)) => {
+            ctl.rewatching.fetch_add(1, Ordering::SeqCst);
+            packet
+        }
+        (Dir::ToClient, Some(SET_WATCHES)) => {
+            let _ = ctl
+                .rewatching
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+            packet
+        }
+        (Dir::ToClient, Some(NOTIFICATION))
+            if ctl.rewatching.load(Ordering::SeqCst) == 0
+                && shared.emulator.get().is_some_and(|e| e.event_zxids) =>
+        {
+            shared.event_zxids.fill(packet).await
+        }
+        _ => packet,
+    }
+}
+
+/// Keeper's own requests the emulation has (`keeper_ops.rs`), as 3.8 requests.
+async fn keeper_op(shared: &Shared, ctl: &ConnCtl, packet: Bytes) -> Bytes {
+    let op = packet.get(8..12).and_then(|b| <[u8; 4]>::try_from(b).ok());
+    let wanted = op.map(i32::from_be_bytes) == Some(keeper_ops::REMOVE_RECURSIVE)
+        && shared
+            .emulator
+            .get()
+            .is_some_and(|e| e.remove_recursive && e.translate_keeper_ops);
+    if !wanted {
+        return packet;
+    }
+    match keeper_ops::translate(&shared.keeper_side, &packet).await {
+        Some(translated) => {
+            if let Some(xid) = reply_xid(&packet) {
+                lock(&ctl.translated).push(xid);
+            }
+            shared.emulator.count_translated();
+            translated
+        }
+        None => packet,
+    }
 }
 
 /// Waits until `mode` lets a packet read at `read_at` through.

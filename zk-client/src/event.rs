@@ -16,6 +16,9 @@ pub struct WatchedEvent {
     /// Where the event came among the client's replies and events (see [`Arrival`]): the
     /// same for every watcher told of one notification.
     pub arrival: Arrival,
+    /// The zxid of the transaction that caused the event, when the server sent one (see
+    /// [`WatchedEvent::zxid`]).
+    pub(crate) zxid: Option<i64>,
 }
 
 /// Where a reply or a watch event came in the order this client received them.
@@ -81,6 +84,37 @@ impl<T> Stamped<T> {
 }
 
 impl WatchedEvent {
+    /// The zxid of the transaction that caused this event: what ZooKeeper 3.9 and later send
+    /// in the notification's reply header (ZOOKEEPER-4655). `None` from servers that send
+    /// none (ZooKeeper 3.4 to 3.8 and ClickHouse Keeper send -1), for events a reconnect's
+    /// `SetWatches` fires (3.9 sends -1 for those too: the change is older than the
+    /// connection and its zxid is not known), and for the events the client makes itself
+    /// (`DataWatchRemoved`, `ChildWatchRemoved`, `PersistentWatchRemoved`).
+    ///
+    /// Each node event of one transaction carries its zxid: `NodeCreated` the new node's
+    /// `czxid`, `NodeDataChanged` its new `mzxid`, `NodeDeleted` and the parent's
+    /// `NodeChildrenChanged` the zxid of the delete or create (the parent's new `pzxid` on
+    /// ZooKeeper). Every operation of a `multi` has the `multi`'s zxid.
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// let (_, stat, watcher) = client.get_data_watch("/app/config").await?;
+    /// let event = watcher.await?;
+    /// if let Some(zxid) = event.zxid() {
+    ///     assert!(zxid > stat.mzxid); // the change the event tells of is newer than the read
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn zxid(&self) -> Option<i64> {
+        self.zxid
+    }
+
+    /// The zxid of a notification's reply header as [`zxid`](Self::zxid) reports it: no
+    /// transaction has a zxid of 0 or below (servers send -1 for "none").
+    pub(crate) fn zxid_from_header(zxid: i64) -> Option<i64> {
+        (zxid > 0).then_some(zxid)
+    }
+
     /// The event with its (server) path made relative to `chroot`.
     pub(crate) fn relative_to(mut self, chroot: &crate::path::Chroot) -> Self {
         self.path = chroot.strip_owned(self.path);

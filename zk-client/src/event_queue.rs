@@ -142,6 +142,7 @@ mod tests {
             event_type: EventType::NodeDataChanged,
             path: format!("/{i}"),
             arrival: crate::event::Arrival::default(),
+            zxid: None,
         }
     }
 

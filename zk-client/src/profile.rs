@@ -52,6 +52,10 @@ pub enum Feature {
     RemoveWatches,
     /// `reconfig` (opcode 16; ZooKeeper 3.5+).
     Reconfig,
+    /// ClickHouse Keeper's `RemoveRecursive` (opcode 503; its `REMOVE_RECURSIVE` feature
+    /// flag): [`Client::delete_all`](crate::Client::delete_all) in one request. No ZooKeeper
+    /// has it.
+    RemoveRecursive,
 }
 
 impl Feature {
@@ -67,6 +71,7 @@ impl Feature {
         Feature::WhoAmI,
         Feature::RemoveWatches,
         Feature::Reconfig,
+        Feature::RemoveRecursive,
     ];
 
     /// The feature a request of `op` needs, if any (`None`: every server has it).
@@ -82,6 +87,7 @@ impl Feature {
             OpCode::WhoAmI => Feature::WhoAmI,
             OpCode::CheckWatches | OpCode::RemoveWatches => Feature::RemoveWatches,
             OpCode::Reconfig => Feature::Reconfig,
+            OpCode::RemoveRecursive => Feature::RemoveRecursive,
             _ => return None,
         })
     }
@@ -104,6 +110,7 @@ impl fmt::Display for Feature {
             Feature::WhoAmI => "whoAmI",
             Feature::RemoveWatches => "removeWatches",
             Feature::Reconfig => "reconfig",
+            Feature::RemoveRecursive => "removeRecursive (ClickHouse Keeper)",
         })
     }
 }
@@ -154,7 +161,7 @@ impl fmt::Debug for ServerProfile {
 }
 
 impl Default for ServerProfile {
-    /// [`ServerProfile::zookeeper`]`(3, 8)`: a current ZooKeeper, with every feature.
+    /// [`ServerProfile::zookeeper`]`(3, 8)`: a current ZooKeeper, with every ZooKeeper feature.
     fn default() -> Self {
         ServerProfile::zookeeper(3, 8)
     }
@@ -165,6 +172,8 @@ impl Default for ServerProfile {
 /// `/keeper/feature_flags`, `KeeperFeatureFlags.cpp`). Only the flags this client maps to a
 /// [`Feature`] are named; later flags are ignored (the profile stays on the safe side).
 const KEEPER_FLAG_MULTI_READ: usize = 1;
+/// `KeeperFeatureFlag::REMOVE_RECURSIVE`.
+const KEEPER_FLAG_REMOVE_RECURSIVE: usize = 4;
 
 /// `KeeperApiVersion::WITH_MULTI_READ`: servers older than feature flags say what they
 /// support by this number in `/keeper/api_version`.
@@ -174,7 +183,8 @@ impl ServerProfile {
     /// Apache ZooKeeper `major.minor`: 3.4 has none of the features; 3.5 adds `create2`,
     /// containers, TTL nodes, `removeWatches` and `reconfig`; 3.6 adds `addWatch`,
     /// `multiRead`, `getEphemerals` and `getAllChildrenNumber`; 3.7 adds `whoAmI`. Any
-    /// later version has them all (3.8, 3.9). TTL nodes also need the server's
+    /// later version has them all (3.8, 3.9) but ClickHouse Keeper's own
+    /// [`Feature::RemoveRecursive`]. TTL nodes also need the server's
     /// `zookeeper.extendedTypesEnabled=true`: without it the first TTL create learns it.
     pub fn zookeeper(major: u32, minor: u32) -> ServerProfile {
         let version = (major, minor);
@@ -200,6 +210,7 @@ impl ServerProfile {
         if version >= (3, 7) {
             p = p.with(Feature::WhoAmI);
         }
+        // RemoveRecursive is ClickHouse Keeper's own.
         p
     }
 
@@ -233,6 +244,9 @@ impl ServerProfile {
             || (feature_flags.is_none() && api >= KEEPER_API_WITH_MULTI_READ)
         {
             p = p.with(Feature::MultiRead);
+        }
+        if flag(KEEPER_FLAG_REMOVE_RECURSIVE) {
+            p = p.with(Feature::RemoveRecursive);
         }
         p
     }
@@ -327,7 +341,11 @@ mod tests {
         assert!(v36.supports(Feature::AddWatch) && !v36.supports(Feature::WhoAmI));
         for (major, minor) in [(3, 7), (3, 8), (3, 9), (4, 0)] {
             let p = ServerProfile::zookeeper(major, minor);
-            assert!(Feature::ALL.iter().all(|f| p.supports(*f)), "{p:?}");
+            let zookeepers = Feature::ALL
+                .iter()
+                .filter(|f| **f != Feature::RemoveRecursive);
+            assert!(zookeepers.clone().all(|f| p.supports(*f)), "{p:?}");
+            assert!(!p.supports(Feature::RemoveRecursive));
             assert!(p.resumes_sessions());
         }
         assert_eq!(ServerProfile::default(), ServerProfile::zookeeper(3, 9));
@@ -362,6 +380,10 @@ mod tests {
         assert!(p.supports(Feature::MultiRead));
         let p = ServerProfile::from_keeper_nodes(b"3", Some(&[0b1011_1111]));
         assert!(!p.supports(Feature::MultiRead));
+        // Flag 4 (REMOVE_RECURSIVE) is bit 3 of byte 0.
+        assert!(p.supports(Feature::RemoveRecursive));
+        let p = ServerProfile::from_keeper_nodes(b"3", Some(&[0b1111_0111]));
+        assert!(!p.supports(Feature::RemoveRecursive));
         // Garbage stays on the safe side.
         let p = ServerProfile::from_keeper_nodes(b"\xff", Some(&[]));
         assert!(Feature::ALL.iter().all(|f| !p.supports(*f)));

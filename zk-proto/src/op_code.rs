@@ -93,6 +93,10 @@ op_codes! {
     AddWatch = 106,
     /// No body → `WhoAmIResponse`.
     WhoAmI = 107,
+    /// ClickHouse Keeper only (`OpNum::RemoveRecursive` in ClickHouse's
+    /// `src/Common/ZooKeeper/ZooKeeperConstants.h`): `RemoveRecursiveRequest` → empty. Deletes
+    /// a node and its whole subtree in one transaction; ZooKeeper does not know it.
+    RemoveRecursive = 503,
     /// Server-internal: session creation.
     CreateSession = -10,
     /// Closes the session; no body either way.

@@ -20,8 +20,10 @@
 //!   values of `src/Common/ZooKeeper/ZooKeeperConstants.h`; releases before late 2025 lack
 //!   `create2` (#88797, #90741), `addWatch` (#88813), TTL (#100397) and container (#108908)
 //!   nodes; `getEphemerals`, `getAllChildrenNumber`, `whoAmI` and SASL are absent in all.
-//! * ZooKeeper 3.9 differs from 3.8 in the zxid of watch events (ZOOKEEPER-4655), which this
-//!   client does not read: 3.9 is emulated as 3.8.
+//! * ZooKeeper 3.9 differs from 3.8 in the zxid of watch events (ZOOKEEPER-4655): its
+//!   notifications carry the zxid of the transaction that fired them, which the proxy reads
+//!   back from the 3.8 server's tree ([`Emulation::event_zxids`]; sources and method in
+//!   `event_zxid.rs`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -55,6 +57,15 @@ pub struct Emulation {
     /// Where on the real server the emulated `/keeper/...` nodes are: reads of `/keeper` and
     /// below go to `<keeper_root>/keeper/...` instead (Keeper only).
     pub keeper_root: Option<String>,
+    /// Notifications carry the zxid of the change that fired them, as from ZooKeeper 3.9
+    /// (ZOOKEEPER-4655); otherwise -1, as from 3.4 to 3.8 and Keeper.
+    pub event_zxids: bool,
+    /// The server has Keeper's `RemoveRecursive` (503); otherwise it is unsupported like
+    /// any opcode in [`unsupported`](Self::unsupported).
+    pub remove_recursive: bool,
+    /// Keeper's own requests the server has are carried out on the 3.8 server
+    /// (`keeper_ops.rs`); `false` in front of a real Keeper, which does them itself.
+    pub translate_keeper_ops: bool,
 }
 
 /// Opcodes ZooKeeper 3.5 added.
@@ -72,6 +83,9 @@ impl Emulation {
             refusal: Refusal::Unimplemented,
             no_resume: false,
             keeper_root: None,
+            event_zxids: false,
+            remove_recursive: false,
+            translate_keeper_ops: false,
         }
     }
 
@@ -92,6 +106,20 @@ impl Emulation {
         Emulation::zookeeper("zookeeper-3.6", SINCE_3_7.to_vec())
     }
 
+    /// ZooKeeper 3.8: the real server as it is (every opcode; notifications without a zxid).
+    pub fn zookeeper_3_8() -> Emulation {
+        Emulation::zookeeper("zookeeper-3.8", Vec::new())
+    }
+
+    /// ZooKeeper 3.9: every opcode of 3.8, and notifications carry the zxid of the change
+    /// that fired them (ZOOKEEPER-4655; see [`event_zxids`](Self::event_zxids)).
+    pub fn zookeeper_3_9() -> Emulation {
+        Emulation {
+            event_zxids: true,
+            ..Emulation::zookeeper("zookeeper-3.9", Vec::new())
+        }
+    }
+
     /// ClickHouse Keeper before late 2025, its `/keeper` nodes under `keeper_root` on the
     /// real server: no `create2`, `createContainer`, `createTTL`, `addWatch`,
     /// `setWatches2`, `getEphemerals`, `getAllChildrenNumber`, `whoAmI`,
@@ -105,21 +133,29 @@ impl Emulation {
             refusal: Refusal::Close,
             no_resume: true,
             keeper_root: Some(keeper_root.to_owned()),
+            event_zxids: false,
+            remove_recursive: false,
+            translate_keeper_ops: false,
         }
     }
 
     /// ClickHouse Keeper of 2026 with `create2`, `addWatch`, TTL and container nodes
-    /// enabled: still no `getEphemerals`, `getAllChildrenNumber`, `whoAmI`.
+    /// enabled, and its own `RemoveRecursive` (`keeper_ops.rs`): still no `getEphemerals`,
+    /// `getAllChildrenNumber`, `whoAmI`.
     pub fn keeper_2026(keeper_root: &str) -> Emulation {
         Emulation {
             name: "keeper-2026",
             unsupported: vec![17, 18, 103, 104, 107],
+            remove_recursive: true,
+            translate_keeper_ops: true,
             ..Emulation::keeper_old(keeper_root)
         }
     }
 
+    /// Keeper's own opcodes (500 and up) are unknown to every ZooKeeper and to a Keeper
+    /// without them.
     fn refuses(&self, op: i32) -> bool {
-        self.unsupported.contains(&op)
+        self.unsupported.contains(&op) || (op >= 500 && !(self.remove_recursive && op == 503))
     }
 }
 
@@ -138,11 +174,17 @@ pub(super) struct Emulator {
     rule: Mutex<Option<Emulation>>,
     /// Requests the emulated server does not support that reached the proxy.
     pub(super) refused: AtomicU64,
+    /// Keeper's own requests carried out on the 3.8 server.
+    pub(super) translated: AtomicU64,
 }
 
 impl Emulator {
     pub(super) fn set(&self, rule: Option<Emulation>) {
         *self.rule.lock().unwrap_or_else(|e| e.into_inner()) = rule;
+    }
+
+    pub(super) fn count_translated(&self) {
+        self.translated.fetch_add(1, Ordering::SeqCst);
     }
 
     pub(super) fn get(&self) -> Option<Emulation> {

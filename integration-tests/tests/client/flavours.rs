@@ -1,6 +1,6 @@
 //! Every server flavour (issue 31), emulated by the proxy in front of the real 3.8 server
-//! (`integration_tests::proxy::Emulation`: ZooKeeper 3.4, 3.5, 3.6, 3.8 as it is, 3.9 as 3.8,
-//! ClickHouse Keeper before late 2025 and of 2026): each public operation works, or fails
+//! (`integration_tests::proxy::Emulation`: ZooKeeper 3.4, 3.5, 3.6, 3.8 as it is, 3.9 with
+//! its watch-event zxids, ClickHouse Keeper before late 2025 and of 2026): each public operation works, or fails
 //! locally with `Error::Unimplemented` naming the feature, and the session (and its
 //! connection) survives all of it; no unsupported request ever reaches the proxy; a lock, a
 //! leader latch and a cache (one-shot watches where `addWatch` is missing) work on each; a
@@ -25,8 +25,8 @@ use zk_recipes::lock::FairLock;
 const LIMIT: Duration = Duration::from_secs(30);
 
 /// One flavour: what the proxy emulates and how the client is told.
-#[derive(Clone, Copy)]
-enum Case {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Case {
     ZooKeeper34,
     ZooKeeper35,
     ZooKeeper36,
@@ -43,7 +43,7 @@ const KEEPER_API_VERSION: &[u8] = b"3";
 const KEEPER_2026_FLAGS: &[u8] = &[0b1111_1000];
 
 impl Case {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Case::ZooKeeper34 => "zk34",
             Case::ZooKeeper35 => "zk35",
@@ -60,7 +60,8 @@ impl Case {
             Case::ZooKeeper34 => Some(Emulation::zookeeper_3_4()),
             Case::ZooKeeper35 => Some(Emulation::zookeeper_3_5()),
             Case::ZooKeeper36 => Some(Emulation::zookeeper_3_6()),
-            Case::ZooKeeper38 | Case::ZooKeeper39 => None,
+            Case::ZooKeeper38 => Some(Emulation::zookeeper_3_8()),
+            Case::ZooKeeper39 => Some(Emulation::zookeeper_3_9()),
             Case::KeeperOld => Some(Emulation::keeper_old(keeper_root)),
             Case::Keeper2026 => Some(Emulation::keeper_2026(keeper_root)),
         }
@@ -94,10 +95,12 @@ impl Case {
             Case::ZooKeeper34 => ServerProfile::zookeeper(3, 4),
             Case::ZooKeeper35 => ServerProfile::zookeeper(3, 5),
             Case::ZooKeeper36 => ServerProfile::zookeeper(3, 6),
-            Case::ZooKeeper38 | Case::ZooKeeper39 => ServerProfile::zookeeper(3, 8),
+            Case::ZooKeeper38 => ServerProfile::zookeeper(3, 8),
+            Case::ZooKeeper39 => ServerProfile::zookeeper(3, 9),
             Case::KeeperOld => ServerProfile::keeper().with(Feature::MultiRead),
             Case::Keeper2026 => ServerProfile::keeper()
                 .with(Feature::MultiRead)
+                .with(Feature::RemoveRecursive)
                 .with(Feature::Create2)
                 .with(Feature::AddWatch)
                 .with(Feature::Ttl)
@@ -105,22 +108,58 @@ impl Case {
         }
     }
 
-    fn keeper(self) -> bool {
+    pub(crate) fn keeper(self) -> bool {
         matches!(self, Case::KeeperOld | Case::Keeper2026)
+    }
+
+    /// The case a `ZKRS_SERVER_PROFILE` value stands for.
+    fn from_profile_name(name: &str) -> Option<Case> {
+        Some(match name.trim().to_ascii_lowercase().as_str() {
+            "3.4" => Case::ZooKeeper34,
+            "3.5" => Case::ZooKeeper35,
+            "3.6" => Case::ZooKeeper36,
+            "3.7" | "3.8" => Case::ZooKeeper38,
+            "3.9" => Case::ZooKeeper39,
+            "keeper" => Case::KeeperOld,
+            "keeper-2026" => Case::Keeper2026,
+            _ => return None,
+        })
     }
 }
 
-struct Env {
-    proxy: Proxy,
+/// The user's own server, when `ZKRS_SERVER_UNDER_TEST=host:port` is set, and the case
+/// `ZKRS_SERVER_PROFILE` says it is (docs/servers.md, "Your own server"): that case's tests
+/// run against it instead of the emulation; the other cases still run on their emulations.
+fn server_under_test() -> Option<(String, Case)> {
+    let addr = std::env::var("ZKRS_SERVER_UNDER_TEST")
+        .ok()
+        .filter(|a| !a.trim().is_empty())?;
+    let name = std::env::var("ZKRS_SERVER_PROFILE").unwrap_or_default();
+    let case = Case::from_profile_name(&name).unwrap_or_else(|| {
+        panic!(
+            "ZKRS_SERVER_UNDER_TEST is set: ZKRS_SERVER_PROFILE must say what it is \
+             (3.4, 3.5, 3.6, 3.7, 3.8, 3.9, keeper, keeper-2026), not {name:?}"
+        )
+    });
+    Some((addr.trim().to_owned(), case))
+}
+
+pub(crate) struct Env {
+    pub(crate) proxy: Proxy,
     /// Connect string of the proxy with the test's chroot.
-    hosts: String,
+    pub(crate) hosts: String,
     /// A client on the real server, same chroot.
-    admin: Client,
-    case: Case,
+    pub(crate) admin: Client,
+    pub(crate) case: Case,
+    /// The user's own server ([`server_under_test`]), not an emulation.
+    pub(crate) real: bool,
 }
 
 impl Env {
-    async fn start(case: Case) -> Env {
+    pub(crate) async fn start(case: Case) -> Env {
+        if let Some((addr, _)) = server_under_test().filter(|(_, c)| *c == case) {
+            return Env::on_server_under_test(case, &addr).await;
+        }
         let server = standalone().await;
         let root = chroot(server, &format!("flavour_{}", case.name())).await;
         let admin = Client::connect(&server.hosts(&root)).await.unwrap();
@@ -151,22 +190,65 @@ impl Env {
             hosts,
             admin,
             case,
+            real: false,
         }
     }
 
-    fn builder(&self) -> ClientBuilder {
+    /// The environment on the user's own server at `addr`: a fresh root
+    /// `/zkrs_flavours/<case>_<nanos>` (left there), the admin configured like the clients
+    /// under test (a Keeper closes the connection on what it lacks), and a proxy that only
+    /// counts unsupported requests and cuts connections (no `/keeper` redirection, no
+    /// zxid filling: the server's own are tested).
+    async fn on_server_under_test(case: Case, addr: &str) -> Env {
+        let upstream = tokio::net::lookup_host(addr)
+            .await
+            .unwrap_or_else(|e| panic!("ZKRS_SERVER_UNDER_TEST={addr}: {e}"))
+            .next()
+            .unwrap_or_else(|| panic!("ZKRS_SERVER_UNDER_TEST={addr}: no address"));
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        let root = format!("/zkrs_flavours/{}_{nanos}", case.name());
+        let configured = |hosts: String| case.configure(Client::builder(&hosts)).connect();
+        let boot = configured(upstream.to_string())
+            .await
+            .unwrap_or_else(|e| panic!("ZKRS_SERVER_UNDER_TEST={addr}: {e}"));
+        boot.create_all(&format!("{root}/app"), b"", &CreateOptions::persistent())
+            .await
+            .unwrap();
+        boot.close().await.unwrap();
+        let admin = configured(format!("{upstream}{root}")).await.unwrap();
+        let proxy = Proxy::start(upstream).await;
+        proxy.emulate(case.emulation("").map(|e| Emulation {
+            keeper_root: None,
+            event_zxids: false,
+            translate_keeper_ops: false,
+            ..e
+        }));
+        let hosts = proxy.hosts(&root);
+        Env {
+            proxy,
+            hosts,
+            admin,
+            case,
+            real: true,
+        }
+    }
+
+    pub(crate) fn builder(&self) -> ClientBuilder {
         self.case
             .configure(Client::builder(&self.hosts).session_timeout(Duration::from_secs(6)))
     }
 
-    async fn client(&self) -> Client {
+    pub(crate) async fn client(&self) -> Client {
         self.builder()
             .connect()
             .await
             .expect("connect through the proxy")
     }
 
-    async fn manager(&self) -> SessionManager {
+    pub(crate) async fn manager(&self) -> SessionManager {
         SessionManager::builder(self.builder())
             .renew_backoff(Duration::from_millis(50), Duration::from_secs(1))
             .renew_attempts(50)
@@ -175,7 +257,7 @@ impl Env {
             .expect("first session")
     }
 
-    fn assert_nothing_unsupported_sent(&self) {
+    pub(crate) fn assert_nothing_unsupported_sent(&self) {
         assert_eq!(
             self.proxy.stats().unsupported_requests,
             0,
@@ -207,7 +289,10 @@ async fn operations(case: Case) {
     let env = Env::start(case).await;
     let client = env.client().await;
     let profile = client.server_profile();
-    assert_eq!(profile, case.expected(), "{}", case.name());
+    if !(env.real && case.keeper()) {
+        // A real Keeper's profile is what its own /keeper nodes say.
+        assert_eq!(profile, case.expected(), "{}", case.name());
+    }
     assert_eq!(
         profile.flavour(),
         if case.keeper() {
@@ -265,11 +350,13 @@ async fn operations(case: Case) {
 
     // What some servers lack.
     let ttl = CreateOptions::new(CreateMode::PersistentWithTtl).with_ttl(Duration::from_secs(60));
-    expect(
-        profile,
-        Feature::Ttl,
-        client.create("/app/ttl", b"", &ttl).await,
-    );
+    let made = client.create("/app/ttl", b"", &ttl).await;
+    if env.real && matches!(made, Err(Error::Unimplemented(Feature::Ttl))) {
+        // A real ZooKeeper without zookeeper.extendedTypesEnabled: its own answer, which
+        // keeps the connection (checked below).
+    } else {
+        expect(profile, Feature::Ttl, made);
+    }
     let container = CreateOptions::container();
     expect(
         profile,
@@ -319,6 +406,23 @@ async fn operations(case: Case) {
             client.reconfig(&change).await,
             Err(Error::Unimplemented(Feature::Reconfig))
         ));
+    }
+
+    // A subtree in one call: Keeper's RemoveRecursive where the server has it (one request,
+    // carried out by the proxy's emulation), listing and deletes elsewhere.
+    let before = env.proxy.stats().keeper_requests;
+    client.delete_all("/app/x").await.unwrap();
+    assert!(client.exists("/app/x").await.unwrap().is_none());
+    let again = client.delete_all("/app/x").await;
+    assert!(matches!(again, Err(Error::NoNode)), "{again:?}");
+    let one_request = profile.supports(Feature::RemoveRecursive);
+    if !env.real {
+        assert_eq!(
+            env.proxy.stats().keeper_requests - before,
+            2 * u64::from(one_request),
+            "{}: RemoveRecursive",
+            case.name()
+        );
     }
 
     // Still the same session on the same connection, and still working.
@@ -459,7 +563,7 @@ flavour_tests! {
     ZooKeeper35: operations_on_zookeeper_3_5, recipes_on_zookeeper_3_5;
     ZooKeeper36: operations_on_zookeeper_3_6, recipes_on_zookeeper_3_6;
     ZooKeeper38: operations_on_zookeeper_3_8, recipes_on_zookeeper_3_8;
-    ZooKeeper39: operations_on_zookeeper_3_9_as_3_8, recipes_on_zookeeper_3_9_as_3_8;
+    ZooKeeper39: operations_on_zookeeper_3_9, recipes_on_zookeeper_3_9;
     KeeperOld: operations_on_keeper_before_2025, recipes_on_keeper_before_2025;
     Keeper2026: operations_on_keeper_2026, recipes_on_keeper_2026;
 }
@@ -602,11 +706,12 @@ async fn write_batch(admin: &Client, seed: u64, ops: usize) {
     }
 }
 
-/// The one-shot cache under connection faults: each round writes while the proxy cuts,
-/// delays or partitions the cache's connection, then the cache must equal a fresh read and
-/// its events must replay to it. On ZooKeeper the session resumes (one-shot watches are
-/// re-registered and a pass re-reads); on Keeper each cut is a new session of the manager.
-async fn one_shot_cache_under_faults(case: Case, rounds: u64) {
+/// The cache under connection faults: each round writes while the proxy cuts, delays or
+/// partitions the cache's connection, then the cache must equal a fresh read and its events
+/// must replay to it. On ZooKeeper the session resumes (watches are re-registered and a pass
+/// re-reads); on Keeper each cut is a new session of the manager. Without `addWatch` the
+/// cache follows one-shot watches; on 3.9 its events carry zxids (`order.rs`).
+async fn cache_under_faults(case: Case, rounds: u64) {
     use integration_tests::proxy::Mode;
     let env = Env::start(case).await;
     env.admin
@@ -614,10 +719,13 @@ async fn one_shot_cache_under_faults(case: Case, rounds: u64) {
         .await
         .unwrap();
     let manager = env.manager().await;
-    assert!(!manager
-        .client()
-        .server_profile()
-        .supports(Feature::AddWatch));
+    assert_eq!(
+        manager
+            .client()
+            .server_profile()
+            .supports(Feature::AddWatch),
+        case.expected().supports(Feature::AddWatch)
+    );
     let (cache, events) = Cache::builder("/app")
         .build_managed_with_events(&manager)
         .unwrap();
@@ -642,10 +750,60 @@ async fn one_shot_cache_under_faults(case: Case, rounds: u64) {
 
 #[tokio::test]
 async fn one_shot_cache_matches_the_server_under_faults_on_zookeeper_3_5() {
-    one_shot_cache_under_faults(Case::ZooKeeper35, 9).await;
+    cache_under_faults(Case::ZooKeeper35, 9).await;
 }
 
 #[tokio::test]
 async fn one_shot_cache_matches_the_server_under_faults_on_keeper_before_2025() {
-    one_shot_cache_under_faults(Case::KeeperOld, 6).await;
+    cache_under_faults(Case::KeeperOld, 6).await;
+}
+
+#[tokio::test]
+async fn cache_with_event_zxids_matches_the_server_under_faults_on_zookeeper_3_9() {
+    cache_under_faults(Case::ZooKeeper39, 6).await;
+}
+
+/// A Keeper user who forgot `detect_server`: the first `create2` costs the session, and the
+/// poison rule stops it at the second loss in a row (shared by the manager's sessions), so the
+/// failure is loud and bounded (docs/servers.md, "Why detection is not on by default").
+#[tokio::test]
+async fn an_unconfigured_client_on_keeper_is_stopped_by_the_poison_rule() {
+    let env = Env::start(Case::KeeperOld).await;
+    if env.real {
+        return; // Not on a user's server: it costs their Keeper two sessions on purpose.
+    }
+    let manager = SessionManager::builder(
+        Client::builder(&env.hosts).session_timeout(Duration::from_secs(6)),
+    )
+    .renew_backoff(Duration::from_millis(50), Duration::from_secs(1))
+    .renew_attempts(50)
+    .connect()
+    .await
+    .unwrap();
+    let persistent = CreateOptions::persistent();
+    let mut results = Vec::new();
+    for round in 0..3 {
+        let generation = manager.current().number;
+        let client = manager.client();
+        client.wait_connected(LIMIT).await.unwrap();
+        let result = client.create("/app/x", b"", &persistent).await;
+        let lost = matches!(result, Err(Error::ConnectionLoss | Error::SessionExpired));
+        results.push(result);
+        if lost {
+            let end = Instant::now() + LIMIT;
+            while manager.current().number == generation {
+                assert!(Instant::now() < end, "round {round}: no new session");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+    assert!(
+        matches!(
+            &results[..],
+            [Err(_), Err(_), Err(Error::ServerDropsRequest { .. })]
+        ),
+        "{results:?}"
+    );
+    assert_eq!(env.proxy.stats().unsupported_requests, 2);
+    manager.close().await.unwrap();
 }

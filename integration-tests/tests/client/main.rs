@@ -8,6 +8,8 @@ mod api;
 mod compression;
 mod dns;
 mod failover;
+mod flavour_events;
+mod flavour_recipes;
 mod flavours;
 mod limits;
 mod multi;

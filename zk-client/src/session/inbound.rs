@@ -11,6 +11,7 @@ use super::pending::InFlight;
 use super::{timers, write_packet, Disconnect, Phase, Session};
 use crate::command::{WatchAction, WatchKind};
 use crate::error::Error;
+use crate::event::WatchedEvent;
 use crate::state::SessionState;
 
 impl Session {
@@ -149,9 +150,11 @@ impl Session {
                     debug!(state = ?event.state, "session event from the server");
                     return Ok(());
                 }
-                let fired = self
-                    .watches
-                    .fire(event.event_type, &event.path, &mut self.events);
+                // 3.9+ sends the zxid of the change (ZOOKEEPER-4655), older servers -1.
+                let zxid = WatchedEvent::zxid_from_header(header.zxid);
+                let fired =
+                    self.watches
+                        .fire(event.event_type, &event.path, zxid, &mut self.events);
                 trace!(event = ?event.event_type, told = fired.told, "notification");
                 crate::metrics::watch_events_delivered(fired.told);
                 // A fired one-shot may leave a persistent watch nobody needs now.

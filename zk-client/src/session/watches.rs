@@ -229,6 +229,7 @@ impl WatchRegistry {
         &mut self,
         event_type: EventType,
         server_path: &str,
+        zxid: Option<i64>,
         out: &mut Outbox,
     ) -> Fired {
         let (data, exist, child) = match event_type {
@@ -244,6 +245,7 @@ impl WatchRegistry {
             arrival: Arrival::default(),
             event_type,
             path: server_path.to_owned(),
+            zxid,
         };
         let mut told = self.fire_path(&event, (data, exist, child), out);
         if self.recursive > 0 && event_type != EventType::NodeChildrenChanged {
@@ -252,10 +254,12 @@ impl WatchRegistry {
         let mut derived = None;
         if matches!(event_type, EventType::NodeCreated | EventType::NodeDeleted) {
             if let Some(parent) = parent(server_path).filter(|p| self.derives_children(p)) {
+                // The same transaction as the event it is derived from.
                 let changed = WatchedEvent {
                     arrival: Arrival::default(),
                     event_type: EventType::NodeChildrenChanged,
                     path: parent.to_owned(),
+                    zxid,
                 };
                 told += self.fire_path(&changed, (false, false, true), out);
                 derived = Some(changed.path);
@@ -339,6 +343,7 @@ impl WatchRegistry {
                     arrival: Arrival::default(),
                     event_type,
                     path: path.clone(),
+                    zxid: None,
                 };
                 out.push(Event::Watch(s, Ok(event)));
             }
@@ -371,6 +376,7 @@ impl WatchRegistry {
                     arrival: Arrival::default(),
                     event_type: EventType::PersistentWatchRemoved,
                     path: path.clone(),
+                    zxid: None,
                 };
                 out.push(Event::Stream(s.clone(), event));
                 out.push(Event::StreamEnd(s, Error::Closed));

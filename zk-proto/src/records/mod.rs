@@ -25,7 +25,8 @@ pub use multi::{ErrorResponse, MultiHeader, MultiOp, MultiRequest, MultiResponse
 pub use node::{
     CheckVersionRequest, Create2Response, CreateMode, CreateRequest, CreateResponse,
     CreateTtlRequest, DeleteRequest, ExistsRequest, ExistsResponse, GetDataRequest,
-    GetDataResponse, SetDataRequest, SetDataResponse, SyncRequest, SyncResponse,
+    GetDataResponse, RemoveRecursiveRequest, SetDataRequest, SetDataResponse, SyncRequest,
+    SyncResponse,
 };
 pub use watch::{
     AddWatchMode, AddWatchRequest, CheckWatchesRequest, EventType, KeeperState,

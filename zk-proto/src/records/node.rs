@@ -66,6 +66,19 @@ record! {
 }
 
 record! {
+    /// ClickHouse Keeper's `RemoveRecursive` request (opcode 503; `ZooKeeperRemoveRecursiveRequest`
+    /// in ClickHouse's `src/Common/ZooKeeper/ZooKeeperCommon.cpp`: the path, then the limit);
+    /// the reply has no body.
+    pub struct RemoveRecursiveRequest {
+        /// The subtree's root.
+        pub path: String,
+        /// The most nodes the server may delete (a `uint32` on the server): a larger subtree
+        /// is answered `NotEmpty` and nothing is deleted.
+        pub remove_nodes_limit: i32,
+    }
+}
+
+record! {
     /// `exists` request.
     pub struct ExistsRequest {
         /// Node to look up.

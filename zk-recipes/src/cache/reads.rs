@@ -7,14 +7,15 @@
 //! [`Arrival`]: where it came among the watch events, which the task uses to apply replies and
 //! events in the order the server sent them (see `task.rs`).
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use zk_client::{Arrival, Bytes, Client, Stamped, Stat, Watcher};
+use zk_client::{Arrival, Bytes, Client, EventType, Stamped, Stat, Watcher};
 
 use super::one_shot::{OneShots, WatchKind};
+use super::order::{already_shown, merged_zxid};
 
 /// What to read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +49,9 @@ pub(crate) struct Op {
     /// Part of a pass's walk of the tree (its replies lead to more reads); otherwise a
     /// refresh asked by a watch event.
     pub(crate) walk: bool,
+    /// For a refresh asked by an event that carried a zxid (ZooKeeper 3.9+): that zxid. The
+    /// refresh is not sent when the cached node already shows it (`order.rs`, event zxids).
+    pub(crate) after: Option<i64>,
 }
 
 /// A reply.
@@ -73,8 +77,9 @@ pub(crate) struct Reads {
     client: Client,
     window: usize,
     backlog: VecDeque<Op>,
-    /// Paths with an event refresh waiting in the backlog (a second one would read the same).
-    queued_refresh: HashSet<String>,
+    /// Paths with an event refresh waiting in the backlog (a second one would read the same),
+    /// with the merged zxid of the events that asked for it.
+    queued_refresh: HashMap<String, Option<i64>>,
     /// Each read with whether it is the one arming its one-shot watch.
     in_flight: VecDeque<(Op, Pending, bool)>,
     /// Follows the tree with one-shot watches (no `addWatch` on the server): reads leave
@@ -88,7 +93,7 @@ impl Reads {
             client,
             window: window.max(1),
             backlog: VecDeque::new(),
-            queued_refresh: HashSet::new(),
+            queued_refresh: HashMap::new(),
             in_flight: VecDeque::new(),
             one_shot: None,
         }
@@ -122,10 +127,15 @@ impl Reads {
         &self.client
     }
 
-    /// Queues a read; refreshes of a path already waiting are merged.
+    /// Queues a read; refreshes of a path already waiting are merged (keeping the newer
+    /// zxid, or none).
     pub(crate) fn push(&mut self, op: Op) {
-        if !op.walk && op.kind == Kind::Data && !self.queued_refresh.insert(op.path.clone()) {
-            return;
+        if !op.walk && op.kind == Kind::Data {
+            if let Some(after) = self.queued_refresh.get_mut(&op.path) {
+                *after = merged_zxid(*after, op.after);
+                return;
+            }
+            self.queued_refresh.insert(op.path.clone(), op.after);
         }
         self.backlog.push_back(op);
     }
@@ -135,18 +145,32 @@ impl Reads {
         self.backlog.retain(|op| !op.walk || op.pass == pass);
     }
 
-    /// Sends queued reads while fewer than `window` are in flight.
-    pub(crate) fn fill(&mut self) {
+    /// Sends queued reads while fewer than `window` are in flight. A refresh whose event's
+    /// zxid the snapshot already shows (`cached`: the node's cached `Stat`) is dropped
+    /// instead, unless it must re-arm the node's one-shot data watch (`order.rs`).
+    pub(crate) fn fill(&mut self, cached: impl Fn(&str) -> Option<Stat>) {
         while self.in_flight.len() < self.window {
-            let Some(op) = self.backlog.pop_front() else {
+            let Some(mut op) = self.backlog.pop_front() else {
                 break;
             };
             if !op.walk && op.kind == Kind::Data {
-                self.queued_refresh.remove(&op.path);
+                if let Some(after) = self.queued_refresh.remove(&op.path) {
+                    op.after = after;
+                }
+                if self.is_redundant(&op, cached(&op.path).as_ref()) {
+                    continue;
+                }
             }
             let (pending, arming) = self.send(&op);
             self.in_flight.push_back((op, pending, arming));
         }
+    }
+
+    /// Whether the refresh `op` would read what the snapshot (`cached`) shows already, and
+    /// no one-shot data watch depends on it.
+    pub(crate) fn is_redundant(&self, op: &Op, cached: Option<&Stat>) -> bool {
+        let watch_kept = self.one_shot.is_none() || self.is_armed(WatchKind::Data, &op.path);
+        watch_kept && already_shown(EventType::NodeDataChanged, op.after, cached)
     }
 
     /// Sends one read: with a watch in one-shot mode when none of its kind is armed on the

@@ -14,11 +14,13 @@ use std::time::Duration;
 
 use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, warn};
-use zk_client::{AddWatchMode, Client, Error, EventType, Feature, PersistentWatcher, SessionState};
+use tracing::{debug, trace, warn};
+use zk_client::{
+    AddWatchMode, Client, Error, EventType, Feature, PersistentWatcher, SessionState, WatchedEvent,
+};
 
 use super::one_shot::WatchKind;
-use super::order::{InOrder, Next};
+use super::order::{already_shown, InOrder, Next};
 use super::reads::{Answered, Kind, Op, Reads, Reply};
 use super::shared::{CacheState, Shared};
 use crate::path::join;
@@ -190,7 +192,9 @@ impl Sync<'_> {
         mut states: zk_client::StateWatcher,
     ) -> End {
         loop {
-            self.reads.fill();
+            let shared = self.shared;
+            self.reads
+                .fill(|path| shared.read().get(path).map(|c| c.stat));
             let retry_at = self.retry_at;
             let (in_order, reads) = (&mut self.in_order, &mut self.reads);
             let next = std::future::poll_fn(|cx| in_order.poll_next(watcher.as_mut(), reads, cx));
@@ -198,7 +202,7 @@ impl Sync<'_> {
                 // Replies and events in the order the server sent them (`order.rs`).
                 next = next => match next {
                     Next::Reply(Answered { op, reply, .. }) => self.on_reply(op, reply),
-                    Next::Event(event) => self.on_event(event.event_type, &event.path),
+                    Next::Event(event) => self.on_event(&event),
                     Next::WatchFailed(Error::Lagged { missed }) => {
                         debug!(missed, "cache: watch events dropped; resyncing");
                         self.start_pass();
@@ -261,6 +265,7 @@ impl Sync<'_> {
             path,
             pass: self.pass,
             walk: true,
+            after: None,
         });
     }
 
@@ -279,16 +284,36 @@ impl Sync<'_> {
         self.shared.pass_completed();
     }
 
-    fn on_event(&mut self, kind: EventType, path: &str) {
+    fn on_event(&mut self, event: &WatchedEvent) {
+        let (kind, path, zxid) = (event.event_type, event.path.as_str(), event.zxid());
         let Some(level) = self.shared.level(path) else {
             return;
         };
         if self.shared.opts.max_depth.is_some_and(|max| level > max) {
             return;
         }
+        let cached = || self.shared.read().get(path).map(|c| c.stat);
         match kind {
             EventType::NodeCreated | EventType::NodeDataChanged => {
-                self.push_refresh(Kind::Data, path)
+                let refresh = Op {
+                    kind: Kind::Data,
+                    path: path.to_owned(),
+                    pass: self.pass,
+                    walk: false,
+                    after: zxid,
+                };
+                if self.reads.is_redundant(&refresh, cached().as_ref()) {
+                    trace!(path, ?zxid, "cache: the snapshot shows this change already");
+                } else {
+                    self.reads.push(refresh);
+                }
+            }
+            EventType::NodeDeleted if already_shown(kind, zxid, cached().as_ref()) => {
+                debug!(
+                    path,
+                    ?zxid,
+                    "cache: a deletion older than the cached node; kept"
+                );
             }
             EventType::NodeDeleted => {
                 self.shared
@@ -321,6 +346,7 @@ impl Sync<'_> {
             path: path.to_owned(),
             pass: self.pass,
             walk: false,
+            after: None,
         });
     }
 

@@ -85,6 +85,7 @@ fn events_map_to_kinds_like_the_java_client() {
                 event_type: EventType::NodeDataChanged,
                 path: "/root/x".into(),
                 arrival: e.arrival,
+                zxid: None,
             }
         ),
         other => panic!("{other:?}"),
@@ -105,6 +106,34 @@ fn events_map_to_kinds_like_the_java_client() {
     assert_eq!(event(&mut exist), Some(EventType::NodeCreated));
     // One-shot: nothing left to re-register.
     assert!(set_watches(&reconnect(&mut f)).is_empty());
+}
+
+#[test]
+/// ZooKeeper 3.9 puts the zxid of the change in the notification's header
+/// (ZOOKEEPER-4655); older servers and Keeper send -1, which is no zxid.
+fn a_notification_zxid_is_the_event_zxid_and_minus_one_is_none() {
+    let mut f = connected();
+    let (_r, mut old) = f.watch(OpCode::GetData, "/root/a", WatchKind::Data);
+    let (_r, mut new) = f.watch(OpCode::GetData, "/root/b", WatchKind::Data);
+    f.reply(1, 10, ErrorCode::Ok, b"").unwrap();
+    f.reply(2, 10, ErrorCode::Ok, b"").unwrap();
+    let notify = |f: &mut Fixture, path: &str, zxid: i64| {
+        let body = encode(&zk_proto::records::WatcherEvent {
+            event_type: EventType::NodeDataChanged,
+            state: zk_proto::records::KeeperState::SyncConnected,
+            path: path.into(),
+        });
+        f.reply(special::NOTIFICATION, zxid, ErrorCode::Ok, &body)
+            .unwrap();
+    };
+    notify(&mut f, "/root/a", -1);
+    notify(&mut f, "/root/b", 0x1_0000_002a);
+    let zxid = |rx: &mut oneshot::Receiver<Result<WatchedEvent>>| match rx.try_recv() {
+        Ok(Ok(e)) => e.zxid(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(zxid(&mut old), None);
+    assert_eq!(zxid(&mut new), Some(0x1_0000_002a));
 }
 
 #[test]

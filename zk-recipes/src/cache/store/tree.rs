@@ -484,13 +484,12 @@ impl Tree {
         if self.free.len() > self.len / 8 || self.bytes.len() - self.live > self.live / 8 {
             self.compact();
         }
-        if self.nodes.capacity() > self.nodes.len() + self.nodes.len() / 8 {
-            self.nodes
-                .shrink_to(self.nodes.len() + self.nodes.len() / 16);
+        // Exactly: the next insert grows them by a quarter again.
+        if self.nodes.capacity() > self.nodes.len() + self.nodes.len() / 32 {
+            self.nodes.shrink_to_fit();
         }
-        if self.bytes.capacity() > self.bytes.len() + self.bytes.len() / 8 {
-            self.bytes
-                .shrink_to(self.bytes.len() + self.bytes.len() / 16);
+        if self.bytes.capacity() > self.bytes.len() + self.bytes.len() / 32 {
+            self.bytes.shrink_to_fit();
         }
     }
 

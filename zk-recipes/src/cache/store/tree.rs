@@ -278,7 +278,16 @@ impl Tree {
                 i
             }
         };
-        let at = self.append(name.as_bytes(), &[]);
+        // The name and small data in one record; big data aside.
+        let (inline, code): (&[u8], u32) = match data {
+            None => (&[], NOT_KEPT),
+            Some(d) if d.len() > INLINE_MAX => {
+                self.big.insert(i, Bytes::copy_from_slice(d));
+                (&[], BIG)
+            }
+            Some(d) => (d, d.len() as u32),
+        };
+        let at = self.append(name.as_bytes(), inline);
         let first = if parent == NONE {
             self.top = i;
             NONE
@@ -303,10 +312,10 @@ impl Tree {
             n.next = first;
             n.prev = NONE;
             n.name_len = name.len() as u32;
-            n.data = NOT_KEPT;
+            n.data = code;
             n.seen = seen;
         }
-        self.live += name.len();
+        self.live += name.len() + inline.len();
         if parent != NONE {
             let (nodes, bytes, hasher) = (&self.nodes, &self.bytes, &self.hasher);
             let hash = key_hash(hasher, parent, name.as_bytes());
@@ -314,7 +323,6 @@ impl Tree {
                 .insert_unique(hash, i, |&j| hash_of(hasher, nodes, bytes, j));
         }
         self.len += 1;
-        self.set_data(i, data);
         Some(i)
     }
 
@@ -419,7 +427,7 @@ impl Tree {
     /// Compacts when free slots or dead bytes outweigh the live ones. Node numbers change:
     /// call it when no number is held.
     pub(super) fn maybe_compact(&mut self) {
-        let dead = self.bytes.len() - self.live;
+        let dead = self.bytes.len().saturating_sub(self.live);
         if (self.free.len() > MIN_FREE_SLOTS && self.free.len() > self.len)
             || (dead > MIN_DEAD_BYTES && dead > self.live)
         {
@@ -481,7 +489,9 @@ impl Tree {
     /// Gives back the slack of the arrays after a load (or a resync): a cache's memory
     /// follows what it holds, not what it once held.
     pub(super) fn trim(&mut self) {
-        if self.free.len() > self.len / 8 || self.bytes.len() - self.live > self.live / 8 {
+        if self.free.len() > self.len / 8
+            || self.bytes.len().saturating_sub(self.live) > self.live / 8
+        {
             self.compact();
         }
         // Exactly: the next insert grows them by a quarter again.

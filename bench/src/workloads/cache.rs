@@ -11,6 +11,9 @@
 //! buffers is reused and the growth is what the second cache keeps); Java, the heap in use
 //! after a full GC with the cache minus the same after `close()` (which clears it). The RSS
 //! growth of the first load is reported for both.
+//!
+//! Memory by cache size (1k to 1M nodes), counted by an allocator rather than read from RSS,
+//! is the cost curve of `bench/examples/cache_memory.rs` (`bash bench/cache_curve.sh`).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! `options`, `store`, `node` and `events`.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use tokio::sync::broadcast;
 use zk_client::{Observable, Publisher};
@@ -44,7 +44,8 @@ impl Observable for CacheState {
 /// The snapshot and its event sender.
 pub(super) struct Guarded {
     pub(super) store: Store,
-    pub(super) events: Option<broadcast::Sender<CacheEvent>>,
+    /// Sends `Arc`s: see [`CacheEvents`].
+    pub(super) events: Option<broadcast::Sender<Arc<CacheEvent>>>,
 }
 
 /// What the task and the handles share.
@@ -86,7 +87,7 @@ impl Shared {
         let out = change(store, listening);
         if let Some(tx) = events.as_ref().filter(|_| listening) {
             for event in out {
-                let _ = tx.send(event);
+                let _ = tx.send(Arc::new(event));
             }
         }
     }

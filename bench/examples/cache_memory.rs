@@ -1,0 +1,581 @@
+//! The cache's cost curve: memory per cached node of `zk_recipes::cache::Cache` from 1,000 to
+//! 100,000 nodes (1,000,000 on request), beside Curator 5.4's `CuratorCache` on the same
+//! subtree, written as a table (and an SVG plot with `--out`).
+//!
+//! ```sh
+//! bash bench/cache_curve.sh                       # 1k, 10k, 100k; ours and Curator; bench/cache-curve.{md,svg}
+//! CACHE_SIZES=1000,10000,100000,1000000 bash bench/cache_curve.sh   # the 1M size (a few minutes)
+//! bash bench/cache_curve.sh --timings             # also the load times: only on a quiet machine
+//! # or directly, against a throwaway server of its own (ZK_HARNESS=process) or --connect HOST:PORT:
+//! cargo run -p bench --example cache_memory -- --sizes 1000,10000 --curator --out /tmp/curve
+//! ```
+//!
+//! Each load runs in a fresh process of its own (this example with `child`, or the JVM). What
+//! is measured, per node:
+//! * **live heap**: bytes allocated and not freed (a counting global allocator, `cap`), before
+//!   the cache is built and after it is loaded and settled. It counts what the program asked
+//!   the allocator for, as Java's heap after a full GC counts objects: it does not depend on
+//!   the CPU's load, and it is the same from run to run. Given for the first cache (what a
+//!   user pays, the connection's grown buffers included) and for a second cache loaded while
+//!   the first is held (what one more cache costs).
+//! * **RSS growth** of the same two loads (the allocator's own overhead and pools included).
+//! * Curator: the heap in use after a full GC with the cache, minus the same after `close()`
+//!   (`bench/java/CuratorCacheLoad.java`, Debian's Curator 5.4, SerialGC).
+//!
+//! The model: the live heap is **linear** in the nodes, a constant per cache plus a constant
+//! cost per node; the run checks that one more node costs the same (within 25%) between each
+//! pair of consecutive sizes.
+//!
+//! `--timings` adds each client's first load (ms from start until every node is cached). The
+//! memory figures are stable on a loaded machine; the timings are not: take them only on a
+//! quiet one (`cargo run --release`, nothing else running).
+
+use std::alloc::System;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use cap::Cap;
+use integration_tests::{Server, Settings};
+use zk_client::{Client, CreateOptions, Op};
+use zk_recipes::cache::Cache;
+
+#[global_allocator]
+static ALLOC: Cap<System> = Cap::new(System, usize::MAX);
+
+type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+const CURATOR_JAR: &str = "/usr/share/java/curator-recipes.jar";
+const SLF4J_NOP: &str = "/usr/share/java/slf4j-nop.jar";
+/// Children per parent node in the loaded subtree (as bench's `cache` workload).
+const FAN_OUT: usize = 100;
+/// Bytes of data per node (as bench's `cache` workload).
+const DATA_LEN: usize = 32;
+/// Curator's live heap per node at 10,000 nodes when the store was made compact (the goal).
+const GOAL: f64 = 264.0;
+
+/// One size's figures (NaN: not measured).
+#[derive(Debug, Clone, Copy)]
+struct Row {
+    nodes: usize,
+    live: f64,
+    live2: f64,
+    rss: f64,
+    rss2: f64,
+    load_ms: f64,
+    curator_heap: f64,
+    curator_load_ms: f64,
+}
+
+struct Opts {
+    sizes: Vec<usize>,
+    curator: bool,
+    timings: bool,
+    out: Option<PathBuf>,
+    connect: Option<String>,
+}
+
+fn main() -> Res<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    if args.first().map(String::as_str) == Some("child") {
+        let [_, connect, path, n] = &args[..] else {
+            return Err("usage: cache_memory child CONNECT PATH NODES".into());
+        };
+        return rt.block_on(child(connect, path, n.parse()?));
+    }
+    let opts = parse(&args)?;
+    rt.block_on(run(opts))
+}
+
+fn parse(args: &[String]) -> Res<Opts> {
+    let mut opts = Opts {
+        sizes: vec![1_000, 10_000, 100_000],
+        curator: false,
+        timings: false,
+        out: None,
+        connect: None,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || it.next().ok_or_else(|| format!("{a} needs a value"));
+        match a.as_str() {
+            "--sizes" => {
+                opts.sizes = value()?
+                    .split(',')
+                    .map(|s| s.trim().replace('_', "").parse::<usize>())
+                    .collect::<Result<_, _>>()?;
+            }
+            "--curator" => opts.curator = true,
+            "--timings" => opts.timings = true,
+            "--out" => opts.out = Some(value()?.into()),
+            "--connect" => opts.connect = Some(value()?.clone()),
+            other => {
+                return Err(format!(
+                    "unknown argument {other:?}; usage: cache_memory [--sizes 1000,10000,100000] \
+                     [--curator] [--timings] [--out PREFIX] [--connect HOST:PORT]"
+                )
+                .into())
+            }
+        }
+    }
+    if opts.sizes.iter().any(|&n| n < 2) {
+        return Err("each size must be at least 2 nodes".into());
+    }
+    Ok(opts)
+}
+
+async fn run(opts: Opts) -> Res<()> {
+    let largest = opts.sizes.iter().copied().max().unwrap_or(0);
+    // The server holds the whole subtree: give it room for a million nodes.
+    let server = match &opts.connect {
+        Some(_) => None,
+        None if largest > 200_000 => {
+            Some(Server::launch_with(&Settings::default().with_jvm_flag("-Xmx3g")).await)
+        }
+        None => Some(Server::launch().await),
+    };
+    let connect = match (&opts.connect, &server) {
+        (Some(c), _) => c.clone(),
+        (None, Some(s)) => s.connect_string(),
+        (None, None) => return Err("no server".into()),
+    };
+    let mut rows = Vec::new();
+    for &n in &opts.sizes {
+        let path = format!("/cache-memory-{n}-{}", std::process::id());
+        eprintln!("cache_memory: creating {n} nodes under {path} ...");
+        let started = Instant::now();
+        populate(&connect, &path, n).await?;
+        eprintln!("cache_memory: created in {:.1?}", started.elapsed());
+        let limit = Duration::from_secs(120 + (n as u64) / 500);
+        let ours = ours(&connect, &path, n, limit).await?;
+        let (curator_heap, curator_load_ms) = if opts.curator {
+            match curator(&connect, &path, n, limit).await {
+                Ok(v) => v,
+                Err(e) => {
+                    eprintln!("cache_memory: Curator at {n}: {e}");
+                    (f64::NAN, f64::NAN)
+                }
+            }
+        } else {
+            (f64::NAN, f64::NAN)
+        };
+        let row = Row {
+            curator_heap,
+            curator_load_ms,
+            ..ours
+        };
+        eprintln!("cache_memory: {row:?}");
+        rows.push(row);
+        // A throwaway server of our own is dropped whole; a server of the user's is cleaned.
+        if opts.connect.is_none() {
+            continue;
+        }
+        if let Ok(client) = Client::connect(&connect).await {
+            let _ = tokio::time::timeout(limit, client.delete_all(&path)).await;
+            let _ = client.close().await;
+        }
+    }
+    let table = table(&rows, opts.timings);
+    println!("{table}");
+    if let Some(out) = &opts.out {
+        let md = out.with_extension("md");
+        let svg = out.with_extension("svg");
+        std::fs::write(&md, &table)?;
+        std::fs::write(&svg, plot(&rows))?;
+        eprintln!("cache_memory: wrote {} and {}", md.display(), svg.display());
+    }
+    drop(server);
+    Ok(())
+}
+
+/// Makes `path` with `n - 1` nodes below it (`p<i>/c<j>`, [`FAN_OUT`] children per parent),
+/// in `multi` batches of 1,000 creates, a few batches in flight.
+async fn populate(connect: &str, path: &str, n: usize) -> Res<()> {
+    let client = Client::connect(connect).await?;
+    let _ = client.delete_all(path).await;
+    let data = [0x5a; DATA_LEN];
+    let opts = CreateOptions::persistent();
+    let mut ops = vec![Op::create(path, &data, &opts)];
+    let parents = (n - 1).div_ceil(FAN_OUT + 1);
+    let mut made = 1;
+    'outer: for p in 0..parents {
+        let parent = format!("{path}/p{p}");
+        ops.push(Op::create(&parent, &data, &opts));
+        made += 1;
+        for c in 0..FAN_OUT {
+            if made == n {
+                break 'outer;
+            }
+            ops.push(Op::create(&format!("{parent}/c{c}"), &data, &opts));
+            made += 1;
+        }
+    }
+    let mut pending = std::collections::VecDeque::new();
+    for chunk in ops.chunks(1000) {
+        pending.push_back(client.multi(chunk));
+        if pending.len() >= 4 {
+            if let Some(f) = pending.pop_front() {
+                f.await?;
+            }
+        }
+    }
+    for f in pending {
+        f.await?;
+    }
+    let _ = client.close().await;
+    Ok(())
+}
+
+/// Runs `cmd` to its end within `limit` and returns the fields of its line starting with
+/// `prefix`.
+async fn run_child(
+    mut cmd: std::process::Command,
+    limit: Duration,
+    prefix: &'static str,
+) -> Res<Vec<f64>> {
+    let out = tokio::task::spawn_blocking(move || -> std::io::Result<std::process::Output> {
+        let mut child = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()?;
+        let deadline = Instant::now() + limit;
+        loop {
+            if child.try_wait()?.is_some() {
+                return child.wait_with_output();
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(std::io::Error::other(format!(
+                    "ran over {} s",
+                    limit.as_secs()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    })
+    .await??;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .ok_or_else(|| format!("the child printed {text:?}"))?;
+    Ok(line
+        .split_whitespace()
+        .map(str::parse::<f64>)
+        .collect::<Result<_, _>>()?)
+}
+
+async fn ours(connect: &str, path: &str, n: usize, limit: Duration) -> Res<Row> {
+    let mut cmd = std::process::Command::new(std::env::current_exe()?);
+    cmd.args(["child", connect, path, &n.to_string()]);
+    let f = run_child(cmd, limit, "MEM ").await?;
+    let [live, live2, rss, rss2, load_ms] = f[..] else {
+        return Err(format!("child: {f:?}").into());
+    };
+    Ok(Row {
+        nodes: n,
+        live,
+        live2,
+        rss,
+        rss2,
+        load_ms,
+        curator_heap: f64::NAN,
+        curator_load_ms: f64::NAN,
+    })
+}
+
+/// Curator's heap per node after GC and its first load (ms).
+async fn curator(connect: &str, path: &str, n: usize, limit: Duration) -> Res<(f64, f64)> {
+    for jar in [CURATOR_JAR, SLF4J_NOP] {
+        if !std::path::Path::new(jar).exists() {
+            return Err(format!("{jar} is missing (Debian's libcurator-recipes-java)").into());
+        }
+    }
+    let script: PathBuf = [env!("CARGO_MANIFEST_DIR"), "java", "CuratorCacheLoad.java"]
+        .iter()
+        .collect();
+    let java = std::env::var("ZK_JAVA").unwrap_or_else(|_| "java".into());
+    let heap = if n > 200_000 { "-Xmx4g" } else { "-Xmx1g" };
+    let mut cmd = std::process::Command::new(java);
+    cmd.args(["-XX:+UseSerialGC", heap, "-cp"])
+        .arg(format!("{CURATOR_JAR}:{SLF4J_NOP}"))
+        .arg(script)
+        .args([connect, path, &n.to_string()]);
+    let f = run_child(cmd, limit, "CACHE ").await?;
+    let [first_ms, second_ms, _cpu, heap_per_node, _rss, nodes, ..] = f[..] else {
+        return Err(format!("CuratorCacheLoad: {f:?}").into());
+    };
+    if second_ms < 0.0 {
+        return Err(format!(
+            "incomplete load: {nodes} of {n} nodes cached (CURATOR-690 past 65,535 reads in flight)"
+        )
+        .into());
+    }
+    Ok((heap_per_node, first_ms))
+}
+
+/// Resident set size of this process, in KiB.
+fn rss_kib() -> Res<u64> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| "no VmRSS in /proc/self/status".into())
+}
+
+/// The child side: loads the subtree at `path` twice (the first cache held during the second)
+/// and prints `MEM <live B/node> <live B/node of a 2nd cache> <RSS B/node> <RSS B/node of the
+/// 2nd> <first load ms>`.
+async fn child(connect: &str, path: &str, n: usize) -> Res<()> {
+    let client = Client::builder(connect)
+        .session_timeout(Duration::from_secs(30))
+        .connect()
+        .await?;
+    let settle = Duration::from_millis(300);
+    let limit = Duration::from_secs(60 + (n as u64) / 1_000);
+    let load = |client: Client| async move {
+        let cache = Cache::new(client, path)?;
+        tokio::time::timeout(limit, cache.ready())
+            .await
+            .map_err(|_| format!("cache not initialized within {limit:?}"))??;
+        if cache.len() != n {
+            return Err(format!("cached {} nodes, expected {n}", cache.len()).into());
+        }
+        Res::Ok(cache)
+    };
+    tokio::time::sleep(settle).await;
+    let (live0, rss0) = (ALLOC.allocated(), rss_kib()?);
+    let t0 = Instant::now();
+    let first = load(client.clone()).await?;
+    let load_ms = t0.elapsed().as_secs_f64() * 1e3;
+    tokio::time::sleep(settle).await;
+    let (live1, rss1) = (ALLOC.allocated(), rss_kib()?);
+    let second = load(client.clone()).await?;
+    tokio::time::sleep(settle).await;
+    let (live2, rss2) = (ALLOC.allocated(), rss_kib()?);
+    let per = |after: usize, before: usize| (after as f64 - before as f64) / n as f64;
+    let per_kib = |after: u64, before: u64| (after as f64 - before as f64) * 1024.0 / n as f64;
+    println!(
+        "MEM {:.1} {:.1} {:.1} {:.1} {load_ms:.0}",
+        per(live1, live0),
+        per(live2, live1),
+        per_kib(rss1, rss0),
+        per_kib(rss2, rss1),
+    );
+    second.close().await?;
+    first.close().await?;
+    let _ = client.close().await;
+    Ok(())
+}
+
+fn fmt(v: f64, digits: usize) -> String {
+    if v.is_nan() {
+        "-".to_owned()
+    } else {
+        format!("{v:.digits$}")
+    }
+}
+
+fn table(rows: &[Row], timings: bool) -> String {
+    let mut t = String::from(
+        "| nodes | ours: live heap B/node | ours: one more cache | ours: RSS B/node | RSS, one more cache | Curator 5.4: heap after GC B/node | ours / Curator |",
+    );
+    if timings {
+        t.push_str(" ours: first load ms | Curator: first load ms |");
+    }
+    t.push_str("\n|---|---|---|---|---|---|---|");
+    if timings {
+        t.push_str("---|---|");
+    }
+    t.push('\n');
+    for r in rows {
+        let _ = write!(
+            t,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            r.nodes,
+            fmt(r.live, 0),
+            fmt(r.live2, 0),
+            fmt(r.rss, 0),
+            fmt(r.rss2, 0),
+            fmt(r.curator_heap, 0),
+            fmt(r.live / r.curator_heap, 2),
+        );
+        if timings {
+            let _ = write!(
+                t,
+                " {} | {} |",
+                fmt(r.load_ms, 0),
+                fmt(r.curator_load_ms, 0)
+            );
+        }
+        t.push('\n');
+    }
+    // The model: linear, a constant per cache (the event ring, the read window, the
+    // connection's buffers) plus a constant cost per node. Checked on the cost of one more
+    // node between consecutive sizes: the same (within 25%) all along the curve.
+    let total = |r: &Row| r.live * r.nodes as f64;
+    let steps: Vec<(usize, usize, f64)> = rows
+        .windows(2)
+        .filter_map(|w| match w {
+            [a, b] if b.nodes > a.nodes => Some((
+                a.nodes,
+                b.nodes,
+                (total(b) - total(a)) / (b.nodes - a.nodes) as f64,
+            )),
+            _ => None,
+        })
+        .collect();
+    let slope = steps.last().map_or(f64::NAN, |s| s.2);
+    if let (Some(lo), Some(hi)) = (
+        steps.iter().map(|s| s.2).reduce(f64::min),
+        steps.iter().map(|s| s.2).reduce(f64::max),
+    ) {
+        let said: Vec<String> = steps
+            .iter()
+            .map(|(a, b, c)| format!("{c:.0} B ({a} to {b})"))
+            .collect();
+        let fixed = rows
+            .last()
+            .map_or(f64::NAN, |r| total(r) - slope * r.nodes as f64);
+        let _ = writeln!(
+            t,
+            "\nModel: linear, a constant per cache plus a constant cost per node. One more node \
+             costs {}: {} ({:.0} KiB per cache besides).",
+            said.join(", "),
+            if hi <= lo * 1.25 {
+                "constant within 25%, holds"
+            } else {
+                "NOT constant"
+            },
+            fixed / 1024.0
+        );
+    }
+    if let Some(r) = rows.iter().find(|r| r.nodes == 10_000) {
+        let _ = writeln!(
+            t,
+            "Goal at 10,000 nodes: live heap per node at or below Curator's {GOAL:.0} B: {:.0} B, \
+             {slope:.0} B per node more ({}).",
+            r.live,
+            if r.live <= GOAL { "met" } else { "NOT met" }
+        );
+    }
+    t
+}
+
+/// One line of the plot: its name, its colour, its value in a row.
+type Series = (&'static str, &'static str, fn(&Row) -> f64);
+
+/// A log-x line plot of live bytes per node against nodes.
+fn plot(rows: &[Row]) -> String {
+    let (w, h, left, right, top, bottom) = (640.0, 360.0, 60.0, 170.0, 20.0, 40.0);
+    let xs: Vec<f64> = rows.iter().map(|r| (r.nodes as f64).log10()).collect();
+    let (x0, x1) = (
+        xs.iter().copied().fold(f64::INFINITY, f64::min),
+        xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    );
+    // The two comparable measures (RSS, in the table, is not: it holds the allocator's pools).
+    let series: [Series; 3] = [
+        ("ours: live heap", "#1f77b4", |r| r.live),
+        ("ours: one more cache", "#9ecae1", |r| r.live2),
+        ("Curator: heap after GC", "#d62728", |r| r.curator_heap),
+    ];
+    let y1 = rows
+        .iter()
+        .flat_map(|r| series.iter().map(move |s| (s.2)(r)))
+        .chain([GOAL])
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max)
+        * 1.1;
+    let sx = |x: f64| {
+        if x1 > x0 {
+            left + (x - x0) / (x1 - x0) * (w - left - right)
+        } else {
+            left
+        }
+    };
+    let sy = |y: f64| top + (1.0 - y / y1) * (h - top - bottom);
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"11\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <line x1=\"{left}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n\
+         <line x1=\"{left}\" y1=\"{top}\" x2=\"{left}\" y2=\"{}\" stroke=\"black\"/>\n\
+         <text x=\"{}\" y=\"{}\" text-anchor=\"middle\">cached nodes</text>\n\
+         <text x=\"12\" y=\"{}\" transform=\"rotate(-90 12 {})\" text-anchor=\"middle\">live heap bytes per node</text>\n",
+        h - bottom,
+        w - right,
+        h - bottom,
+        h - bottom,
+        (left + w - right) / 2.0,
+        h - 5.0,
+        (top + h - bottom) / 2.0,
+        (top + h - bottom) / 2.0,
+    );
+    for (r, x) in rows.iter().zip(&xs) {
+        let _ = writeln!(
+            s,
+            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+            sx(*x),
+            h - bottom + 14.0,
+            r.nodes
+        );
+    }
+    for i in 0..=4 {
+        let v = y1 * f64::from(i) / 4.0;
+        let _ = writeln!(
+            s,
+            "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{v:.0}</text>",
+            left - 4.0,
+            sy(v) + 4.0
+        );
+    }
+    let _ = writeln!(
+        s,
+        "<line x1=\"{left}\" y1=\"{y:.1}\" x2=\"{}\" y2=\"{y:.1}\" stroke=\"gray\" stroke-dasharray=\"4 3\"/>\n\
+         <text x=\"{}\" y=\"{:.1}\">goal {GOAL:.0} B</text>",
+        w - right,
+        w - right + 6.0,
+        sy(GOAL) + 4.0,
+        y = sy(GOAL),
+    );
+    for (i, (name, color, value)) in series.iter().enumerate() {
+        let points: Vec<String> = rows
+            .iter()
+            .zip(&xs)
+            .filter(|(r, _)| value(r).is_finite())
+            .map(|(r, x)| format!("{:.1},{:.1}", sx(*x), sy(value(r))))
+            .collect();
+        if points.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>",
+            points.join(" ")
+        );
+        for p in &points {
+            let (px, py) = p.split_once(',').unwrap_or(("0", "0"));
+            let _ = writeln!(
+                s,
+                "<circle cx=\"{px}\" cy=\"{py}\" r=\"3\" fill=\"{color}\"/>"
+            );
+        }
+        let ly = top + 20.0 + 16.0 * i as f64;
+        let _ = writeln!(
+            s,
+            "<line x1=\"{}\" y1=\"{ly}\" x2=\"{}\" y2=\"{ly}\" stroke=\"{color}\" stroke-width=\"2\"/>\n\
+             <text x=\"{}\" y=\"{}\">{name}</text>",
+            w - right + 6.0,
+            w - right + 24.0,
+            w - right + 28.0,
+            ly + 4.0
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}

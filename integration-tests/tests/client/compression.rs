@@ -172,7 +172,13 @@ async fn plain_corrupt_and_bomb_nodes_give_the_documented_outcome() {
     assert!(java.ask("get /cut").await.starts_with("ERROR "));
 
     // A bomb: 64 MiB of zeros in a node of ~64 KiB stops at the bound, memory bounded.
-    let bomb = Gzip::new().level(9).compress(&vec![0u8; 64 << 20]).unwrap();
+    // Compressed on a blocking thread: seconds of CPU in a debug build, which on the test's
+    // runtime thread would starve the session's connection task (a loaded CI machine saw the
+    // read timeout fire and the create below fail with ConnectionLoss).
+    let bomb = tokio::task::spawn_blocking(|| Gzip::new().level(9).compress(&vec![0u8; 64 << 20]))
+        .await
+        .unwrap()
+        .unwrap();
     assert!(bomb.len() < 128 << 10, "bomb of {} bytes", bomb.len());
     client.create("/bomb", &bomb, &opts).await.unwrap();
     let read = client.get_data_decompressed("/bomb", &gzip).await;

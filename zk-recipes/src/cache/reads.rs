@@ -17,6 +17,9 @@ use zk_client::{Arrival, Bytes, Client, EventType, Stamped, Stat, Watcher};
 use super::one_shot::{OneShots, WatchKind};
 use super::order::{already_shown, merged_zxid};
 
+/// The backlog capacity kept when it empties (a steady state's refreshes reuse it).
+const BACKLOG_KEPT: usize = 1024;
+
 /// What to read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -151,6 +154,11 @@ impl Reads {
     pub(crate) fn fill(&mut self, cached: impl Fn(&str) -> Option<Stat>) {
         while self.in_flight.len() < self.window {
             let Some(mut op) = self.backlog.pop_front() else {
+                // A load's backlog (one entry per node) is not kept once worked off: about
+                // 45 B per cached node otherwise (bench/examples/cache_memory.rs).
+                if self.backlog.capacity() > BACKLOG_KEPT {
+                    self.backlog.shrink_to_fit();
+                }
                 break;
             };
             if !op.walk && op.kind == Kind::Data {

@@ -17,6 +17,7 @@ mod membership_quorum;
 mod models;
 mod persistent_node;
 mod poison;
+mod retries;
 mod shared;
 mod support;
 mod writes;

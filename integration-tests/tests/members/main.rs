@@ -6,6 +6,7 @@
 
 mod barrier;
 mod cache;
+mod cache_compressed;
 mod cache_faults;
 mod deletes;
 mod discovery;

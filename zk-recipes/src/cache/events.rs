@@ -3,8 +3,11 @@
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
+use std::sync::Arc;
+
 use tokio::sync::broadcast;
 
+use super::compressed::Inflate;
 use super::node::CacheEvent;
 use crate::session::Events;
 
@@ -45,6 +48,8 @@ pub(crate) enum Filter {
 pub struct CacheEvents {
     events: Events<CacheEvent>,
     filter: Filter,
+    /// The cache's compression option: events carry decompressed data.
+    inflate: Option<Arc<Inflate>>,
 }
 
 impl std::fmt::Debug for CacheEvents {
@@ -61,7 +66,15 @@ impl CacheEvents {
         CacheEvents {
             events: Events::new(rx, CacheEvent::Lagged),
             filter,
+            inflate: None,
         }
+    }
+
+    /// This stream, with its events' data decompressed by `inflate` (the cache's
+    /// compression option, if any).
+    pub(crate) fn inflated(mut self, inflate: Option<Arc<Inflate>>) -> CacheEvents {
+        self.inflate = inflate;
+        self
     }
 
     /// The next event, or `None` once the cache has ended.
@@ -84,7 +97,10 @@ impl CacheEvents {
                 Filter::Except(path) => event.path() != Some(path.as_str()),
             };
             if pass {
-                return Poll::Ready(Some(event));
+                return Poll::Ready(Some(match &self.inflate {
+                    Some(inflate) => inflate.event(event),
+                    None => event,
+                }));
             }
         }
     }

@@ -1,4 +1,4 @@
-//! The typed retry helper (`zk_recipes::writes::retry`, `retry_managed`) against a real
+//! The typed retry helper (`zk_recipes::writes::retry`, `Retrier::new_managed`) against a real
 //! server behind the fault proxy, which drops the request (the connection closed before
 //! the server saw it) or the reply (applied, the client saw a connection loss) at each step
 //! of each op: exactly the intended final state, never a second node, never an overwrite of
@@ -14,7 +14,8 @@ use integration_tests::proxy::{DropRule, Mode, Proxy};
 use integration_tests::{chroot, expire_session, standalone, ZkTarget};
 use zk_client::{Client, CreateMode, CreateOptions, Op, OpResult};
 use zk_recipes::writes::{
-    self, Delete, DeleteOutcome, GetData, GuardedMulti, ProtectedCreate, RetryPolicy, SetData,
+    self, Delete, DeleteOutcome, GetData, GuardedMulti, ProtectedCreate, Retrier, RetryPolicy,
+    SetData,
 };
 use zk_recipes::Error;
 
@@ -435,7 +436,9 @@ async fn a_managed_retry_goes_on_on_the_next_session() {
     proxy.drop_next_reply_to(op::SET_DATA);
     let m = manager.clone();
     let set = tokio::spawn(async move {
-        writes::retry_managed(&m, SetData::new("/v", b"1", 0), &policy()).await
+        Retrier::new_managed(&m, policy())
+            .run(SetData::new("/v", b"1", 0))
+            .await
     });
     let ended = lose_session(manager.client()).await;
     let stat = within("set", set).await.unwrap().unwrap();
@@ -460,7 +463,7 @@ async fn a_managed_retry_goes_on_on_the_next_session() {
         let m = manager.clone();
         let made = tokio::spawn(async move {
             let op = ProtectedCreate::new("/p/n-", b"x", &CreateOptions::new(mode)).unwrap();
-            writes::retry_managed(&m, op, &policy()).await
+            Retrier::new_managed(&m, policy()).run(op).await
         });
         let ended = lose_session(manager.client()).await;
         let made = within("create", made)

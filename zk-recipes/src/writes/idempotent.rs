@@ -24,7 +24,7 @@ pub(super) mod sealed {
 use sealed::{Sealed, Token};
 
 /// An operation that is safe to repeat after a connection loss, decided by its type:
-/// passed to [`retry`](super::retry()) and [`retry_managed`](super::retry_managed). Sealed:
+/// passed to [`retry`](super::retry()) and [`Retrier::new_managed`](super::Retrier::new_managed). Sealed:
 /// implemented by the op types below only.
 ///
 /// | op | one attempt | after a lost reply |
@@ -114,7 +114,7 @@ pub trait Idempotent: Sealed + Send {
 /// The loop's rule: an attempt that ended with a connection loss, a client or server
 /// timeout, a throttled request or a request the client holds back for a while may be
 /// followed by another; so may one that met the end of the session (only
-/// [`retry_managed`](super::retry_managed) has a next session to try on).
+/// [`Retrier::new_managed`](super::Retrier::new_managed) has a next session to try on).
 pub(super) fn repeatable(error: &Error) -> bool {
     match error {
         Error::Client(e) => {
@@ -398,7 +398,7 @@ impl Idempotent for Delete {
 /// Missing parents are made as containers.
 ///
 /// The guid is chosen once per value and kept across attempts (and, with
-/// [`retry_managed`](super::retry_managed), sessions: a persistent node made on an expired
+/// [`Retrier::new_managed`](super::Retrier::new_managed), sessions: a persistent node made on an expired
 /// session is found again on the next). If the retry fails or its future is dropped, every
 /// node of the guid is deleted in the background, as Curator does for a failed protected
 /// create.

@@ -1,4 +1,4 @@
-//! [`retry`] and [`retry_managed`]: repeat an operation that is safe to repeat
+//! [`retry`] and [`Retrier`]: repeat an operation that is safe to repeat
 //! ([`Idempotent`]) through connection losses, bounded by a [`RetryPolicy`].
 
 use std::time::Duration;
@@ -100,8 +100,8 @@ impl RetryPolicy {
 /// An attempt that fails with a connection loss, a timeout or a throttled request is
 /// followed by another (after a pause, once the client is connected again); any other
 /// error is returned at once. The session's end is the client's terminal error: nothing
-/// is sent on another session (use [`retry_managed`] to go on on a `SessionManager`'s next
-/// session).
+/// is sent on another session (use [`Retrier::new_managed`] to go on on a `SessionManager`'s
+/// next session).
 ///
 /// Why here and not in zk-client: a retry waits for reconnects, paces and reads back what a
 /// lost write did; zk-client sends every request once and says `ConnectionLoss`, and
@@ -145,32 +145,57 @@ pub async fn retry<O: Idempotent>(
     run(Source::Client(client.clone()), op, policy).await
 }
 
-/// [`retry`] on a [`SessionManager`]'s sessions: an attempt that met the end of the
-/// session is followed by one on the manager's next session (within the policy's bounds).
-/// Every [`Idempotent`] op may go on on a new session: reads and versioned writes do not
-/// depend on the session, and a [`ProtectedCreate`](super::ProtectedCreate) finds its node
-/// by the guid (an ephemeral one of the ended session is gone with it and is made again).
+/// A retry helper bound to its sessions and policy: [`retry`] as a value, and the way to
+/// retry on a [`SessionManager`]'s sessions ([`new_managed`](Self::new_managed)), where an
+/// attempt that met the end of the session is followed by one on the manager's next
+/// session (within the policy's bounds). Every [`Idempotent`] op may go on on a new
+/// session: reads and versioned writes do not depend on the session, and a
+/// [`ProtectedCreate`](super::ProtectedCreate) finds its node by the guid (an ephemeral one
+/// of the ended session is gone with it and is made again).
 ///
 /// ```no_run
 /// # async fn f(manager: zk_client::SessionManager) -> zk_recipes::Result<()> {
-/// use zk_recipes::writes::{self, Delete, RetryPolicy};
-/// writes::retry_managed(&manager, Delete::new("/app/lease", 3), &RetryPolicy::new()).await?;
+/// use zk_recipes::writes::{Delete, Retrier, RetryPolicy};
+/// let retrier = Retrier::new_managed(&manager, RetryPolicy::new());
+/// retrier.run(Delete::new("/app/lease", 3)).await?;
 /// # Ok(()) }
 /// ```
-///
-/// # Errors
-///
-/// As [`retry`]; the session's end only when the manager has ended.
-///
-/// # Cancel safety
-///
-/// As [`retry`].
-pub async fn retry_managed<O: Idempotent>(
-    manager: &SessionManager,
-    op: O,
-    policy: &RetryPolicy,
-) -> Result<O::Output> {
-    run(Source::Manager(manager.clone()), op, policy).await
+#[derive(Debug, Clone)]
+pub struct Retrier {
+    source: Source,
+    policy: RetryPolicy,
+}
+
+impl Retrier {
+    /// Retries on `client`'s session (the session's end ends a retry), within `policy`.
+    pub fn new(client: Client, policy: RetryPolicy) -> Retrier {
+        Retrier {
+            source: Source::Client(client),
+            policy,
+        }
+    }
+
+    /// Retries on `manager`'s sessions, within `policy`.
+    pub fn new_managed(manager: &SessionManager, policy: RetryPolicy) -> Retrier {
+        Retrier {
+            source: Source::Manager(manager.clone()),
+            policy,
+        }
+    }
+
+    /// Runs `op` (see [`retry`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`retry`]; with [`new_managed`](Self::new_managed), the session's end only when
+    /// the manager has ended.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`retry`].
+    pub async fn run<O: Idempotent>(&self, op: O) -> Result<O::Output> {
+        run(self.source.clone(), op, &self.policy).await
+    }
 }
 
 async fn run<O: Idempotent>(source: Source, mut op: O, policy: &RetryPolicy) -> Result<O::Output> {

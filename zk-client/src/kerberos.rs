@@ -7,6 +7,7 @@
 //! `zookeeper.server.principal`), the KDC from `krb5.conf` (`java.security.krb5.conf`) or
 //! given directly (`java.security.krb5.kdc`). See the repository's `docs/security.md`.
 
+pub(crate) mod canonical;
 pub(crate) mod ccache;
 
 use std::fmt;
@@ -30,17 +31,23 @@ use std::path::{Path, PathBuf};
 /// left in a credentials cache), gets a ticket-granting ticket and a
 /// ticket for the server principal from the KDC (so renewed keys and expired tickets are
 /// never a problem: every connection starts with fresh tickets), and authenticates with
-/// it. The server principal is `zookeeper/<host>@<realm>`: `<host>` is the host of the
-/// connect string as written (lowercased; IP addresses are not reverse-resolved, unlike
-/// the Java client's default `zookeeper.sasl.client.canonicalize.hostname=true`, so use
-/// the names the servers' principals carry, or [`server_host`](Self::server_host)), and
-/// `<realm>` the client principal's.
+/// it. The server principal is `zookeeper/<host>@<realm>`: `<host>` is the canonical name
+/// of the connect string's host, as the Java client's default
+/// `zookeeper.sasl.client.canonicalize.hostname=true` finds it (the host resolved to an
+/// address, the address looked up in reverse in `/etc/hosts`, then DNS; the name used when it
+/// resolves back to the address, else the host as written; lowercased), so `127.0.0.1`
+/// becomes `localhost` where `/etc/hosts` says so. Turn that off with
+/// [`canonicalize_host_name(false)`](Self::canonicalize_host_name) (the host as written), or
+/// name the host with [`server_host`](Self::server_host). `<realm>` is the client
+/// principal's.
 #[derive(Clone)]
 pub struct KerberosOptions {
     pub(crate) principal: String,
     pub(crate) keytab: PathBuf,
     pub(crate) service: String,
     pub(crate) server_host: Option<String>,
+    /// Java's `zookeeper.sasl.client.canonicalize.hostname` (default true).
+    pub(crate) canonicalize: bool,
     pub(crate) server_principal: Option<String>,
     pub(crate) kdc: Option<String>,
     pub(crate) krb5_conf: Option<PathBuf>,
@@ -56,6 +63,7 @@ impl fmt::Debug for KerberosOptions {
             .field("keytab", &self.keytab)
             .field("service", &self.service)
             .field("server_host", &self.server_host)
+            .field("canonicalize", &self.canonicalize)
             .field("server_principal", &self.server_principal)
             .field("kdc", &self.kdc)
             .field("krb5_conf", &self.krb5_conf)
@@ -74,6 +82,7 @@ impl KerberosOptions {
             keytab: keytab.as_ref().to_owned(),
             service: "zookeeper".to_owned(),
             server_host: None,
+            canonicalize: true,
             server_principal: None,
             kdc: None,
             krb5_conf: None,
@@ -135,6 +144,26 @@ impl KerberosOptions {
     pub fn server_host(mut self, host: impl Into<String>) -> Self {
         self.server_host = Some(host.into());
         self
+    }
+
+    /// Whether the host of the server principal is the connect string host's canonical
+    /// name (`true`, the default, as Java's `zookeeper.sasl.client.canonicalize.hostname`)
+    /// or the host as written (`false`). Not used with [`server_host`](Self::server_host) or
+    /// [`server_principal`](Self::server_principal).
+    pub fn canonicalize_host_name(mut self, canonicalize: bool) -> Self {
+        self.canonicalize = canonicalize;
+        self
+    }
+
+    /// The host the server principal is made for, for a connection to `host`: the
+    /// canonical name with [`canonicalize_host_name`](Self::canonicalize_host_name) (and
+    /// no host or principal given), else `host`.
+    pub(crate) async fn principal_host(&self, host: &str) -> String {
+        if self.canonicalize && self.server_host.is_none() && self.server_principal.is_none() {
+            canonical::canonical_host(host).await
+        } else {
+            host.to_owned()
+        }
     }
 
     /// The whole server principal, `service/host` or `service/host@REALM` (Java's

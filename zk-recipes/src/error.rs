@@ -57,6 +57,17 @@ pub enum Error {
     /// call has a timeout; nothing of ours is left behind.
     #[error("gave up after too many retries")]
     GaveUp,
+    /// A write broke the rules of its path ([`model::SchemaSet`](crate::model::SchemaSet),
+    /// Curator's `SchemaViolation`): refused before anything was sent.
+    #[error("node {path:?} breaks schema {schema:?}: {reason}")]
+    Schema {
+        /// The node's path.
+        path: String,
+        /// The schema's name (empty when a strict set has none for the path).
+        schema: String,
+        /// The rule broken.
+        reason: String,
+    },
     /// A typed node's value did not encode, or its data did not decode
     /// ([`model`](crate::model)'s codec).
     #[error("node {path:?}: {reason}")]

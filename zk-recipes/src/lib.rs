@@ -18,8 +18,8 @@
 //! | [`barrier`] | [`DistributedBarrier`](barrier::DistributedBarrier), [`DistributedDoubleBarrier`](barrier::DistributedDoubleBarrier) | the same names |
 //! | `discovery` (feature `discovery`) | `ServiceDiscovery`, `ServiceCache`, `ServiceProvider` | curator-x-discovery |
 //! | [`layout`] | what a queue node's name says, who waits for whom | (for tools) |
-//! | [`model`] | typed nodes: [`Model`](model::Model) (get, versioned set, compare-and-set `update`), [`ModelCache`](model::ModelCache); codecs [`Raw`](model::Raw), `Json` (feature `json`) | x-async `ModeledFramework`, `CachedModeledFramework` |
-//! | [`writes`] | writes safe to retry: [`create_protected`](writes::create_protected), [`create_or_set`](writes::create_or_set), [`create_all`](writes::create_all), `*_quietly`, [`GuaranteedDelete`](writes::GuaranteedDelete) | `withProtection()`, `orSetData()`, `idempotent()`, `quietly()`, `guaranteed()` |
+//! | [`model`] | typed nodes: [`Model`](model::Model) (get, versioned set, compare-and-set `update`), [`ModelCache`](model::ModelCache); codecs [`Raw`](model::Raw), `Json` (feature `json`); [`SchemaSet`](model::SchemaSet) | x-async `ModeledFramework`, `CachedModeledFramework`, `SchemaSet` |
+//! | [`writes`] | writes safe to retry: [`create_protected`](writes::create_protected), [`create_or_set`](writes::create_or_set), [`create_all`](writes::create_all), `*_quietly`, [`GuaranteedDelete`](writes::GuaranteedDelete); the typed retry helper [`retry`](writes::retry()) / [`Retrier`](writes::Retrier) of [`Idempotent`](writes::Idempotent) ops | `withProtection()`, `orSetData()`, `idempotent()`, `quietly()`, `guaranteed()`, `RetryLoop` |
 //!
 //! | lock | nodes | fair | wakes on release | use when |
 //! |---|---|---|---|---|

@@ -6,6 +6,7 @@
 
 mod barrier;
 mod cache;
+mod cache_compressed;
 mod cache_faults;
 mod deletes;
 mod discovery;
@@ -17,6 +18,7 @@ mod membership_quorum;
 mod models;
 mod persistent_node;
 mod poison;
+mod retries;
 mod shared;
 mod support;
 mod writes;

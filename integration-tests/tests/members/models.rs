@@ -371,3 +371,78 @@ async fn jackson_written_models_read_here_and_back() {
 fn hex(data: &[u8]) -> String {
     data.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// A model with a `SchemaSet` (Curator's `SchemaSet`): writes that break a rule are refused
+/// before anything is sent (the server's node unchanged), the others go through.
+#[tokio::test]
+async fn schemas_refuse_writes_that_break_them_before_anything_is_sent() {
+    use zk_recipes::model::{Allowance, Schema, SchemaSet};
+    let server = standalone().await;
+    let root = chroot(server, "model_schema").await;
+    let client = connect(&server.hosts(&root)).await;
+    let utf8 = |d: &[u8]| std::str::from_utf8(d).map(drop).map_err(|e| e.to_string());
+    let schemas = Arc::new(
+        SchemaSet::new([
+            Schema::new("member", "/app/members/{id}")
+                .unwrap()
+                .ephemeral(Allowance::Must)
+                .data(utf8),
+            Schema::new("pinned", "/app/pinned")
+                .unwrap()
+                .deletable(false),
+        ])
+        .strict(true),
+    );
+    let members: Model<Bytes, Raw> = Model::new(client.clone(), "/app/members/{id}", Raw)
+        .unwrap()
+        .schemas(schemas.clone());
+    let text = Bytes::from_static(b"host-1");
+    // Persistent (the model's default): refused, nothing created.
+    let alice = members.resolved(&["alice"]).unwrap();
+    let refused = alice.create(&text).await;
+    assert!(
+        matches!(&refused, Err(zk_recipes::Error::Schema { schema, reason, .. })
+            if schema == "member" && reason == "must be ephemeral"),
+        "{refused:?}"
+    );
+    assert!(client.exists("/app/members/alice").await.unwrap().is_none());
+    // Ephemeral: created; a set of bytes that are not text is refused, the node unchanged.
+    let alice = alice.create_options(CreateOptions::ephemeral().with_container_parents(true));
+    alice.create(&text).await.unwrap();
+    let stat = client.exists("/app/members/alice").await.unwrap().unwrap();
+    assert_eq!(stat.ephemeral_owner, client.session_id());
+    let bad = alice.set(&Bytes::from_static(b"\xff\xfe"), None).await;
+    assert!(
+        matches!(bad, Err(zk_recipes::Error::Schema { .. })),
+        "{bad:?}"
+    );
+    let (data, stat) = client.get_data("/app/members/alice").await.unwrap();
+    assert_eq!((&data[..], stat.version), (&b"host-1"[..], 0));
+    alice
+        .set(&Bytes::from_static(b"host-2"), Some(0))
+        .await
+        .unwrap();
+    // A node that may not be deleted stays; a path no schema names is refused (strict).
+    client
+        .create("/app/pinned", b"", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    let pinned: Model<Bytes, Raw> = Model::new(client.clone(), "/app/pinned", Raw)
+        .unwrap()
+        .schemas(schemas.clone());
+    let kept = pinned.delete(None).await;
+    assert!(
+        matches!(&kept, Err(zk_recipes::Error::Schema { schema, .. }) if schema == "pinned"),
+        "{kept:?}"
+    );
+    assert!(client.exists("/app/pinned").await.unwrap().is_some());
+    let stray: Model<Bytes, Raw> = Model::new(client.clone(), "/app/stray", Raw)
+        .unwrap()
+        .schemas(schemas);
+    let stray = stray.create(&text).await;
+    assert!(
+        matches!(stray, Err(zk_recipes::Error::Schema { .. })),
+        "{stray:?}"
+    );
+    assert!(client.exists("/app/stray").await.unwrap().is_none());
+}

@@ -489,3 +489,44 @@ async fn kerberos_expired_or_absent_ticket_cache_fails_with_auth_failed() {
     assert!(k.kdc.log_lines_with(&tgs_requests) > before);
     ok.close().await.expect("close");
 }
+
+/// Java's `zookeeper.sasl.client.canonicalize.hostname`: connecting to `127.0.0.1`, the
+/// server principal's host is its canonical name (`/etc/hosts`: `localhost`), so the ticket
+/// is for `zookeeper/localhost` and the login works without `server_host`; with the switch
+/// off the host is taken as written (`zookeeper/127.0.0.1`, which the KDC does not know:
+/// `AuthFailed`).
+#[tokio::test]
+async fn kerberos_canonicalizes_the_server_host_as_java_does_unless_switched_off() {
+    let k = kerberized().await;
+    let hosts = format!("127.0.0.1:{}", k.server.addr().port());
+    let canonical = std::fs::read_to_string("/etc/hosts")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| {
+            let mut f = l.split('#').next()?.split_whitespace();
+            (f.next()? == "127.0.0.1").then(|| f.next().map(str::to_owned))?
+        });
+    assert_eq!(
+        canonical.as_deref(),
+        Some("localhost"),
+        "this test needs /etc/hosts to name 127.0.0.1 localhost first"
+    );
+    let app = connect_as(&hosts, k.options("app", &k.app_keytab))
+        .await
+        .expect("Kerberos connect to 127.0.0.1, principal canonicalized to localhost");
+    let ids = app.whoami().await.expect("whoami");
+    assert!(
+        ids.iter()
+            .any(|i| i.auth_scheme == "sasl" && i.user == Kdc::principal("app")),
+        "{ids:?}"
+    );
+    app.close().await.expect("close");
+    let err = connect_as(
+        &hosts,
+        k.options("app", &k.app_keytab)
+            .canonicalize_host_name(false),
+    )
+    .await
+    .expect_err("no principal zookeeper/127.0.0.1");
+    assert!(matches!(err, Error::AuthFailed), "{err:?}");
+}

@@ -38,6 +38,7 @@ pub(crate) async fn prepare(
     cfg: &GssapiConfig,
     host: &str,
 ) -> Result<Box<dyn Mechanism>, Unprepared> {
+    let host = &cfg.principal_host(host).await;
     if let Some(cache) = &cfg.ticket_cache {
         return prepare_from_cache(cfg, cache.as_deref(), host).await;
     }

@@ -2,8 +2,10 @@
 
 use std::sync::Arc;
 
+use zk_client::compression::Compression;
 use zk_client::{Client, SessionManager};
 
+use super::compressed::Inflate;
 use super::events::{CacheEvents, DEFAULT_EVENT_BUFFER};
 use super::handle::Cache;
 use super::options::Options;
@@ -40,6 +42,7 @@ impl CacheBuilder {
                 keep_data: None,
                 event_buffer: DEFAULT_EVENT_BUFFER,
                 window: DEFAULT_READ_WINDOW,
+                inflate: None,
             },
         }
     }
@@ -72,6 +75,38 @@ impl CacheBuilder {
     /// [`DEFAULT_READ_WINDOW`]).
     pub fn read_window(mut self, reads: usize) -> Self {
         self.opts.window = reads.max(1);
+        self
+    }
+
+    /// Decompresses the nodes' data with `compression` (with
+    /// [`Gzip`](zk_client::compression), Curator's `compressed()` format: Curator's
+    /// `CuratorCache` on a client with `compressionEnabled`): [`Cache::get`],
+    /// [`Cache::children`], [`Cache::entries`], snapshots and events carry the decompressed
+    /// data. Each node is decompressed once per change (per `mzxid`), when first handed
+    /// out; the snapshot keeps the stored bytes.
+    ///
+    /// A node whose data does not decompress (corrupt, too large, or not compressed when
+    /// the compression does not pass plain data through) is handed out with `data: None`,
+    /// and [`Cache::data_error`] says why; the cache and the other nodes go on (Curator
+    /// logs the error and leaves the node out).
+    ///
+    /// ```no_run
+    /// # use zk_client::compression::Compression;
+    /// # async fn f(client: zk_client::Client, gzip: impl Compression + 'static) -> zk_recipes::Result<()> {
+    /// use zk_recipes::cache::Cache;
+    /// // gzip: zk_client::compression::Gzip::new() (zk-client's feature `gzip`)
+    /// let cache = Cache::builder("/solr/collections").compressed(gzip).build(client)?;
+    /// cache.ready().await?;
+    /// for node in cache.entries() {
+    ///     match node.data {
+    ///         Some(json) => println!("{}: {} bytes", node.path, json.len()),
+    ///         None => println!("{}: {:?}", node.path, cache.data_error(&node.path)),
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn compressed(mut self, compression: impl Compression + 'static) -> Self {
+        self.opts.inflate = Some(Arc::new(Inflate::new(Arc::new(compression))));
         self
     }
 

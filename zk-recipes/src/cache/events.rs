@@ -6,6 +6,7 @@ use std::task::{ready, Context, Poll};
 
 use tokio::sync::broadcast;
 
+use super::compressed::Inflate;
 use super::node::CacheEvent;
 use crate::session::Events;
 
@@ -48,6 +49,8 @@ pub struct CacheEvents {
     /// slot, not an event (4096 slots of ~290 bytes were 1.2 MB per cache, even unread).
     events: Events<Arc<CacheEvent>>,
     filter: Filter,
+    /// The cache's compression option: events carry decompressed data.
+    inflate: Option<Arc<Inflate>>,
 }
 
 impl std::fmt::Debug for CacheEvents {
@@ -64,7 +67,15 @@ impl CacheEvents {
         CacheEvents {
             events: Events::new(rx, |n| Arc::new(CacheEvent::Lagged(n))),
             filter,
+            inflate: None,
         }
+    }
+
+    /// This stream, with its events' data decompressed by `inflate` (the cache's
+    /// compression option, if any).
+    pub(crate) fn inflated(mut self, inflate: Option<Arc<Inflate>>) -> CacheEvents {
+        self.inflate = inflate;
+        self
     }
 
     /// The next event, or `None` once the cache has ended.
@@ -87,7 +98,11 @@ impl CacheEvents {
                 Filter::Except(path) => event.path() != Some(path.as_str()),
             };
             if pass {
-                return Poll::Ready(Some(Arc::unwrap_or_clone(event)));
+                let event = Arc::unwrap_or_clone(event);
+                return Poll::Ready(Some(match &self.inflate {
+                    Some(inflate) => inflate.event(event),
+                    None => event,
+                }));
             }
         }
     }

@@ -59,7 +59,8 @@ impl Cache {
             shared,
             task: Arc::new(task),
         };
-        (cache, CacheEvents::new(rx, Filter::All))
+        let events = CacheEvents::new(rx, Filter::All).inflated(cache.shared.opts.inflate.clone());
+        (cache, events)
     }
 
     /// The root of the cached subtree.
@@ -68,18 +69,72 @@ impl Cache {
     }
 
     /// The cached node at `path`, if any. Never waits for the network.
+    ///
+    /// With [`CacheBuilder::compressed`](super::CacheBuilder::compressed), its data is
+    /// decompressed (`None` when it does not decompress: see [`data_error`](Self::data_error)).
     pub fn get(&self, path: &str) -> Option<ChildData> {
-        self.shared.read().get(path)
+        let node = self.shared.read().get(path);
+        node.map(|node| self.out(node))
     }
 
     /// The cached direct children of `path`, in name order.
     pub fn children(&self, path: &str) -> Vec<ChildData> {
-        self.shared.read().children(path)
+        let nodes = self.shared.read().children(path);
+        self.all_out(nodes)
     }
 
     /// Every cached node, parents before children (by depth, then path).
     pub fn entries(&self) -> Vec<ChildData> {
-        self.shared.read().entries()
+        let nodes = self.shared.read().entries();
+        self.all_out(nodes)
+    }
+
+    /// Why the cached node at `path` is handed out without data although the cache keeps
+    /// its data: its data did not decompress ([`CacheBuilder::compressed`](super::CacheBuilder::compressed)).
+    /// `None` when it did, when the node is not cached, or without the compression option.
+    ///
+    /// ```no_run
+    /// # fn f(cache: zk_recipes::cache::Cache) {
+    /// if let Some(e) = cache.data_error("/app/state") {
+    ///     eprintln!("/app/state: {e}");
+    /// }
+    /// # }
+    /// ```
+    pub fn data_error(&self, path: &str) -> Option<crate::Error> {
+        let inflate = self.shared.opts.inflate.as_ref()?;
+        let node = self.shared.read().get(path)?;
+        node.data.as_ref()?;
+        // Decompressed (and its outcome kept) if nobody asked yet.
+        let mzxid = node.stat.mzxid;
+        let _ = self.out(node);
+        inflate
+            .error(path, mzxid)
+            .map(|e| crate::Error::Client(zk_client::Error::Compression(e)))
+    }
+
+    /// A node as handed out: decompressed with the compression option.
+    fn out(&self, node: ChildData) -> ChildData {
+        let Some(inflate) = &self.shared.opts.inflate else {
+            return node;
+        };
+        let node = inflate.node(node);
+        self.prune(inflate);
+        node
+    }
+
+    fn prune(&self, inflate: &super::compressed::Inflate) {
+        inflate.prune(self.len(), |path| self.shared.read().get(path).is_some());
+    }
+
+    /// Nodes as handed out: decompressed with the compression option, and the memo of
+    /// outcomes kept to about the cache's size.
+    fn all_out(&self, nodes: Vec<ChildData>) -> Vec<ChildData> {
+        let Some(inflate) = &self.shared.opts.inflate else {
+            return nodes;
+        };
+        let nodes = nodes.into_iter().map(|node| inflate.node(node)).collect();
+        self.prune(inflate);
+        nodes
     }
 
     /// How many nodes are cached.
@@ -92,17 +147,27 @@ impl Cache {
         self.len() == 0
     }
 
-    /// The events from now on.
+    /// The events from now on (their data decompressed with the compression option).
     pub fn events(&self) -> CacheEvents {
-        self.shared.subscribe(Filter::All)
+        self.subscribe(Filter::All)
+    }
+
+    pub(super) fn subscribe(&self, filter: Filter) -> CacheEvents {
+        self.shared
+            .subscribe(filter)
+            .inflated(self.shared.opts.inflate.clone())
     }
 
     /// The snapshot and a stream of exactly the events after it: replaying the stream over
     /// the snapshot gives the cache's later snapshots.
     pub fn snapshot_and_events(&self) -> (Vec<ChildData>, CacheEvents) {
-        let guarded = self.shared.guarded();
-        let events = Shared::subscribe_to(&guarded, Filter::All);
-        (guarded.store.entries(), events)
+        let (entries, events) = {
+            let guarded = self.shared.guarded();
+            let events = Shared::subscribe_to(&guarded, Filter::All);
+            (guarded.store.entries(), events)
+        };
+        let events = events.inflated(self.shared.opts.inflate.clone());
+        (self.all_out(entries), events)
     }
 
     /// Where the cache stands (loaded, disconnected, resyncing...).

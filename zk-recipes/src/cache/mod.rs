@@ -66,6 +66,8 @@
 //!   kazoo's `ChildrenWatch`): a cache with depth 1 whose events skip the parent.
 //! * A tree with a depth limit (Curator's `TreeCache`): [`CacheBuilder::max_depth`].
 //! * Which nodes keep their data: [`CacheBuilder::keep_data`].
+//! * Compressed data (Curator's `compressed()`), decompressed in everything the cache hands
+//!   out: [`CacheBuilder::compressed`].
 //!
 //! ```no_run
 //! # async fn f(client: zk_client::Client) -> zk_recipes::Result<()> {
@@ -87,6 +89,7 @@
 //! ```
 
 mod builder;
+mod compressed;
 mod events;
 mod handle;
 mod node;

@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use super::compressed::Inflate;
+
 /// Which nodes keep their data (see [`CacheBuilder::keep_data`](super::CacheBuilder::keep_data)).
 pub(crate) type DataFilter = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
@@ -14,6 +16,8 @@ pub(crate) struct Options {
     pub(crate) keep_data: Option<DataFilter>,
     pub(crate) event_buffer: usize,
     pub(crate) window: usize,
+    /// The compression option: what the cache hands out is decompressed.
+    pub(crate) inflate: Option<Arc<Inflate>>,
 }
 
 impl std::fmt::Debug for Options {
@@ -24,6 +28,7 @@ impl std::fmt::Debug for Options {
             .field("keep_data", &self.keep_data.as_ref().map(|_| "fn"))
             .field("event_buffer", &self.event_buffer)
             .field("window", &self.window)
+            .field("inflate", &self.inflate)
             .finish()
     }
 }

@@ -178,7 +178,6 @@ impl ChildrenCache {
     /// The children's events from now on (the parent's are left out).
     pub fn events(&self) -> CacheEvents {
         self.cache
-            .shared
             .subscribe(Filter::Except(self.cache.path().to_owned()))
     }
 

@@ -90,15 +90,27 @@ pub(super) struct Format<C> {
 }
 
 impl<C> Format<C> {
-    /// The bytes to store for `value`.
+    /// The bytes to store for `value` (the model checks a schema between the two steps).
+    #[cfg(test)]
     pub(super) fn encode<T>(&self, path: &str, value: &T) -> Result<Vec<u8>>
     where
         C: Codec<T>,
     {
-        let plain = self
-            .codec
+        self.store(self.plain(path, value)?)
+    }
+
+    /// The encoded bytes of `value`, before compression (what a schema checks).
+    pub(super) fn plain<T>(&self, path: &str, value: &T) -> Result<Vec<u8>>
+    where
+        C: Codec<T>,
+    {
+        self.codec
             .encode(value)
-            .map_err(|e| codec_error(path, "encode", &*e))?;
+            .map_err(|e| codec_error(path, "encode", &*e))
+    }
+
+    /// The bytes to store for the encoded bytes `plain` (compressed if asked).
+    pub(super) fn store(&self, plain: Vec<u8>) -> Result<Vec<u8>> {
         match &self.compression {
             Some(z) => z
                 .compress(&plain)

@@ -28,14 +28,22 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Inside: `codec` at the bottom; `cache` imports `codec`; `node` imports both.
+//! Writes can be checked against a [`SchemaSet`] (Curator's `SchemaSet`): per path pattern,
+//! which kinds of node (ephemeral, sequential) are allowed, whether they may be deleted, and
+//! a check of the data; a write that breaks it is refused with
+//! [`Error::Schema`](crate::Error::Schema) before anything is sent ([`Model::schemas`]).
+//!
+//! Inside: `codec` and `schema` at the bottom; `cache` imports `codec`; `node` imports all
+//! three.
 
 mod cache;
 mod codec;
 mod node;
+mod schema;
 
 pub use cache::ModelCache;
 #[cfg(feature = "json")]
 pub use codec::Json;
 pub use codec::{Codec, CodecError, Raw};
 pub use node::{Model, Versioned};
+pub use schema::{Allowance, Schema, SchemaSet};

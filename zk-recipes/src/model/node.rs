@@ -7,6 +7,7 @@ use zk_client::compression::Compression;
 use zk_client::{Client, CreateOptions, Stat};
 
 use super::codec::{Codec, Format};
+use super::schema::SchemaSet;
 use super::ModelCache;
 use crate::cache::Cache;
 use crate::error::{Error, Result};
@@ -49,6 +50,8 @@ pub struct Model<T, C> {
     path: String,
     format: Arc<Format<C>>,
     options: CreateOptions,
+    /// The rules writes are checked against.
+    schemas: Option<Arc<SchemaSet>>,
     _value: PhantomData<fn() -> T>,
 }
 
@@ -59,6 +62,7 @@ impl<T, C> Clone for Model<T, C> {
             path: self.path.clone(),
             format: Arc::clone(&self.format),
             options: self.options.clone(),
+            schemas: self.schemas.clone(),
             _value: PhantomData,
         }
     }
@@ -90,6 +94,7 @@ impl<T, C: Codec<T>> Model<T, C> {
                 compression: None,
             }),
             options: CreateOptions::persistent().with_container_parents(true),
+            schemas: None,
             _value: PhantomData,
         })
     }
@@ -106,6 +111,30 @@ impl<T, C: Codec<T>> Model<T, C> {
                 codec: self.format.codec.clone(),
                 compression: Some(Arc::new(compression)),
             }),
+            ..self
+        }
+    }
+
+    /// Checks every write against `schemas` before sending it (Curator's `SchemaSet`): a
+    /// create's mode and data, a set's data (also each write of
+    /// [`update`](Self::update)), a delete. A write that breaks a rule fails with
+    /// [`Error::Schema`] and nothing is sent. Models made from this one
+    /// ([`resolved`](Self::resolved), [`child`](Self::child)) keep the set.
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_recipes::Result<()> {
+    /// use zk_recipes::model::{Allowance, Model, Raw, Schema, SchemaSet};
+    /// let schemas = SchemaSet::new([Schema::new("config", "/app/{key}")?
+    ///     .ephemeral(Allowance::MustNot)
+    ///     .data(|d| std::str::from_utf8(d).map(drop).map_err(|e| e.to_string()))]);
+    /// let limit = Model::new(client, "/app/limit", Raw)?.schemas(schemas);
+    /// let refused = limit.set(&zk_client::Bytes::from_static(b"\xff"), None).await;
+    /// assert!(matches!(refused, Err(zk_recipes::Error::Schema { .. })));
+    /// # Ok(()) }
+    /// ```
+    pub fn schemas(self, schemas: impl Into<Arc<SchemaSet>>) -> Model<T, C> {
+        Model {
+            schemas: Some(schemas.into()),
             ..self
         }
     }
@@ -304,7 +333,11 @@ impl<T, C: Codec<T>> Model<T, C> {
     ///
     /// Dropping the future loses only the outcome (the node may have been created).
     pub async fn create(&self, value: &T) -> Result<Stat> {
-        let data = self.format.encode(&self.path, value)?;
+        let plain = self.format.plain(&self.path, value)?;
+        if let Some(schemas) = &self.schemas {
+            schemas.check_create(&self.path, self.options.mode, &plain)?;
+        }
+        let data = self.format.store(plain)?;
         Ok(
             writes::create_all(&self.client, &self.path, &data, &self.options)
                 .await?
@@ -325,7 +358,11 @@ impl<T, C: Codec<T>> Model<T, C> {
     /// Dropping the future loses only the outcome.
     pub async fn set(&self, value: &T, version: Option<i32>) -> Result<Stat> {
         let path = self.target()?;
-        let data = self.format.encode(path, value)?;
+        let plain = self.format.plain(path, value)?;
+        if let Some(schemas) = &self.schemas {
+            schemas.check_set(path, &plain)?;
+        }
+        let data = self.format.store(plain)?;
         writes::set_data(&self.client, path, &data, version).await
     }
 
@@ -372,7 +409,11 @@ impl<T, C: Codec<T>> Model<T, C> {
     ///
     /// Dropping the future loses only the outcome.
     pub async fn delete(&self, version: Option<i32>) -> Result<DeleteOutcome> {
-        writes::delete_quietly(&self.client, self.target()?, version).await
+        let path = self.target()?;
+        if let Some(schemas) = &self.schemas {
+            schemas.check_delete(path)?;
+        }
+        writes::delete_quietly(&self.client, path, version).await
     }
 
     /// A typed view of a new [`Cache`] of this node's subtree, on the model's client

@@ -15,6 +15,7 @@
 //! | [`set_data`] | versioned: ours when the node is at the next version with our data, sent again when still at the old version | `setData().idempotent()` |
 //! | [`delete_quietly`] | `NoNode` after a lost reply is success | `delete().quietly()` |
 //! | [`GuaranteedDelete`] | keeps trying in the background, through reconnects and (with a `SessionManager`) new sessions, paced | `delete().guaranteed()` |
+//! | [`retry()`] / [`Retrier`] (also on a `SessionManager`'s sessions) of an [`Idempotent`] op ([`GetData`], [`Exists`], [`GetChildren`], [`SetData`], [`Delete`], [`ProtectedCreate`], [`GuardedMulti`]) | each op type says how it finds out (see [`Idempotent`]); a plain create or an unversioned set has no op type and does not compile | `RetryLoop` with a `RetryPolicy` (which retries anything) |
 //!
 //! They live in zk-recipes, not zk-client, because each one is a retry loop: it waits for
 //! reconnects, paces its tries and ends with [`Error::GaveUp`](crate::Error::GaveUp) after
@@ -52,12 +53,20 @@
 //! ```
 //!
 //! Inside: `create` and `delete` import nothing of each other; `set` imports `create`'s
-//! idempotent create (the upserts).
+//! idempotent create (the upserts); `idempotent` (the op types) imports the output types of
+//! `create` and `delete`; `retry` (the loop and its policy) imports `idempotent`.
 
 mod create;
 mod delete;
+mod idempotent;
+mod retry;
 mod set;
 
 pub use create::{create_all, create_protected, create_quietly, Created};
 pub use delete::{delete_quietly, DeleteOutcome, GuaranteedDelete};
+pub use idempotent::{
+    Committed, Delete, Exists, GetChildren, GetData, GuardedMulti, Idempotent, ProtectedCreate,
+    SetData,
+};
+pub use retry::{retry, Retrier, RetryPolicy};
 pub use set::{create_or_set, set_data, set_or_create};

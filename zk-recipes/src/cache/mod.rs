@@ -101,6 +101,7 @@ mod shared;
 mod store;
 mod task;
 mod views;
+mod zxid;
 
 pub use builder::{CacheBuilder, DEFAULT_READ_WINDOW};
 pub use events::{CacheEvents, DEFAULT_EVENT_BUFFER};

@@ -15,7 +15,7 @@ use std::task::{Context, Poll};
 use zk_client::{Arrival, Bytes, Client, EventType, Stamped, Stat, Watcher};
 
 use super::one_shot::{OneShots, WatchKind};
-use super::order::{already_shown, merged_zxid};
+use super::zxid::{already_shown, merged_zxid};
 
 /// The backlog capacity kept when it empties (a steady state's refreshes reuse it).
 const BACKLOG_KEPT: usize = 1024;
@@ -53,7 +53,7 @@ pub(crate) struct Op {
     /// refresh asked by a watch event.
     pub(crate) walk: bool,
     /// For a refresh asked by an event that carried a zxid (ZooKeeper 3.9+): that zxid. The
-    /// refresh is not sent when the cached node already shows it (`order.rs`, event zxids).
+    /// refresh is not sent when the cached node already shows it (`zxid.rs`).
     pub(crate) after: Option<i64>,
 }
 

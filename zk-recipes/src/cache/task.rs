@@ -20,9 +20,10 @@ use zk_client::{
 };
 
 use super::one_shot::WatchKind;
-use super::order::{already_shown, InOrder, Next};
+use super::order::{InOrder, Next};
 use super::reads::{Answered, Kind, Op, Reads, Reply};
 use super::shared::{CacheState, Shared};
+use super::zxid::already_shown;
 use crate::path::join;
 use crate::retry::{gave_up, turns, Pacing};
 use crate::session::{NoNext, Sessions};

@@ -44,7 +44,14 @@ async fn leadership_moves_when_the_leaders_server_fails_and_the_old_leader_rejoi
         .unwrap();
     assert_ne!(renewed.client.session_id(), first_session);
     wait_nodes(&admin, PATH, 3).await;
-    let ids = participant_ids(c.participants().await);
+    // c's session may be on the other survivor, a follower that applies a's create a moment
+    // after admin's server does (ZooKeeper's reads are sequentially consistent per session,
+    // not linearizable): c sees the same queue soon after.
+    let ids = eventually("c lists the queue b, c, a", SOON, || async {
+        let ids = participant_ids(c.participants().await);
+        (ids == ["b", "c", "a"]).then_some(ids)
+    })
+    .await;
     assert_eq!(ids, ["b", "c", "a"]);
     assert_eq!(leaders(&[&a, &b, &c]), 1);
 

@@ -2,7 +2,7 @@
 # Runs every fuzz target (zk-proto's codec, zk-client's session core) for a bounded time on
 # the committed seed corpus.
 #
-#   FUZZ_SECONDS    seconds per target (default 60; CI's short run sets 20)
+#   FUZZ_SECONDS    seconds per target (default 60; CI's short run sets 10)
 #   FUZZ_TARGETS    space-separated targets (default: all of fuzz/Cargo.toml)
 #   FUZZ_SANITIZER  cargo-fuzz's sanitizer (default none: the fuzzed crates forbid unsafe
 #                   code, and without AddressSanitizer the build and every execution are

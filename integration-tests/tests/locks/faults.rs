@@ -14,12 +14,13 @@ use zk_recipes::{
     LossReason,
 };
 
-/// How many times the lost-create-reply scenario runs (`PROTECTED_CREATE_RUNS`, default 100).
+/// How many times the lost-create-reply scenario runs (`PROTECTED_CREATE_RUNS`, default 40; more
+/// for a long run).
 fn protected_runs() -> usize {
     std::env::var("PROTECTED_CREATE_RUNS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(100)
+        .unwrap_or(40)
 }
 
 #[tokio::test]

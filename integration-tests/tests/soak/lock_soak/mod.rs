@@ -32,8 +32,8 @@ pub struct Config {
     /// `SOAK_SEED`: drives the fault schedule and the contenders' pauses (not the
     /// interleaving, which the machine decides). Default: from the clock.
     pub seed: u64,
-    /// `SOAK_SECS`: how long contenders run and faults are injected (default 40 s, so the
-    /// whole test, ensemble start and end checks included, takes about a minute).
+    /// `SOAK_SECS`: how long contenders run and faults are injected (default 20 s, CI's short
+    /// version: the whole test, ensemble start and end checks included, takes about 30 s).
     pub duration: Duration,
     /// Session timeout every contender asks for (the harness's `tickTime=500` allows it).
     pub session_timeout: Duration,
@@ -58,7 +58,7 @@ impl Config {
                 .trim()
                 .parse()
                 .unwrap_or_else(|_| panic!("SOAK_SECS={s:?}: expected a number of seconds")),
-            Err(_) => 40.0,
+            Err(_) => 20.0,
         };
         assert!(
             secs > 0.0 && secs < 7.0 * 86_400.0,

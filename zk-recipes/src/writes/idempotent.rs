@@ -9,6 +9,7 @@ use zk_client::{Client, CreateOptions, Op, OpResult, Stat};
 
 use super::create::Created;
 use super::delete::DeleteOutcome;
+use super::set::{read_back, ReadBack};
 use crate::error::{Error, Result};
 use crate::queue::{naming, OnDrop, Orphan, Protected};
 
@@ -216,35 +217,6 @@ impl Idempotent for GetChildren {
 }
 
 // ===== versioned writes =====
-
-/// What a read-back after a lost versioned write found.
-#[derive(Debug, PartialEq, Eq)]
-enum ReadBack {
-    /// Still at the version: the write did not apply; send it again.
-    NotApplied,
-    /// At the next version with our data: the write applied.
-    Applied(Stat),
-    /// At the next version with other data: someone else's write won.
-    Lost,
-    /// Deleted, or moved on by more than one write: ours may or may not be among them.
-    Unknown,
-}
-
-/// The rule after a lost versioned write of `data` at `version`, from the node read back
-/// (`None`: no node).
-fn read_back(version: i32, data: &[u8], found: Option<(Bytes, Stat)>) -> ReadBack {
-    match found {
-        Some((_, stat)) if stat.version == version => ReadBack::NotApplied,
-        Some((stored, stat)) if stat.version == version.wrapping_add(1) => {
-            if stored == data {
-                ReadBack::Applied(stat)
-            } else {
-                ReadBack::Lost
-            }
-        }
-        _ => ReadBack::Unknown,
-    }
-}
 
 /// Reads `path` back after a lost write: `None` when there is no node.
 async fn read_node(client: &Client, path: &str) -> Result<Option<(Bytes, Stat)>> {

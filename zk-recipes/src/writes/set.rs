@@ -1,7 +1,7 @@
 //! Sets that are safe to retry: [`set_data`] (versioned or not), and the upserts
 //! [`create_or_set`] / [`set_or_create`] (Curator's `orSetData`).
 
-use zk_client::{Client, CreateOptions, Stat};
+use zk_client::{Bytes, Client, CreateOptions, Stat};
 
 use super::create::create_idempotent;
 use crate::error::{Error, Result};
@@ -60,17 +60,13 @@ pub async fn set_data(
             // again: both writes overlapped this call).
             (None, Some(_)) => {}
             (None, None) => return Err(zk_client::Error::NoNode.into()),
-            (Some(v), Some((_, stat))) if stat.version == v => {}
-            (Some(v), Some((stored, stat))) if stat.version == v.wrapping_add(1) => {
-                return if stored == data {
-                    Ok(stat)
-                } else {
-                    Err(zk_client::Error::BadVersion.into())
-                };
-            }
-            // Deleted, or moved on by more than one write: ours may or may not be among
-            // them.
-            (Some(_), _) => return Err(e.into()),
+            (Some(v), found) => match read_back(v, data, found) {
+                ReadBack::NotApplied => {}
+                ReadBack::Applied(stat) => return Ok(stat),
+                ReadBack::Lost => return Err(zk_client::Error::BadVersion.into()),
+                // Ours may or may not be among the writes since.
+                ReadBack::Unknown => return Err(e.into()),
+            },
         }
     }
     Err(gave_up())
@@ -165,4 +161,33 @@ async fn upsert(
         }
     }
     Err(gave_up())
+}
+
+/// What a read-back after a lost versioned write found.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum ReadBack {
+    /// Still at the version: the write did not apply; send it again.
+    NotApplied,
+    /// At the next version with our data: the write applied.
+    Applied(Stat),
+    /// At the next version with other data: someone else's write won.
+    Lost,
+    /// Deleted, or moved on by more than one write: ours may or may not be among them.
+    Unknown,
+}
+
+/// The rule after a lost versioned write of `data` at `version`, from the node read back
+/// (`None`: no node).
+pub(super) fn read_back(version: i32, data: &[u8], found: Option<(Bytes, Stat)>) -> ReadBack {
+    match found {
+        Some((_, stat)) if stat.version == version => ReadBack::NotApplied,
+        Some((stored, stat)) if stat.version == version.wrapping_add(1) => {
+            if stored == data {
+                ReadBack::Applied(stat)
+            } else {
+                ReadBack::Lost
+            }
+        }
+        _ => ReadBack::Unknown,
+    }
 }

@@ -107,10 +107,7 @@ impl Meter {
         let wall = self.start.elapsed();
         let end = usage();
         let server = server_counters(self.addr).await;
-        let (server_packets, server_fsyncs) = match (self.server, server) {
-            (Some((p0, f0)), Some((p1, f1))) => (Some(p1 - p0), Some(f1 - f0)),
-            _ => (None, None),
-        };
+        let (server_packets, server_fsyncs) = server_delta(self.server, server);
         Sample {
             ops,
             wall,
@@ -120,6 +117,18 @@ impl Meter {
             server_packets,
             server_fsyncs,
         }
+    }
+}
+
+/// The increase of the server's (packets received, fsyncs) between two [`server_counters`]
+/// reads, when both answered.
+pub(crate) fn server_delta(
+    before: Option<(f64, f64)>,
+    after: Option<(f64, f64)>,
+) -> (Option<f64>, Option<f64>) {
+    match (before, after) {
+        (Some((p0, f0)), Some((p1, f1))) => (Some(p1 - p0), Some(f1 - f0)),
+        _ => (None, None),
     }
 }
 

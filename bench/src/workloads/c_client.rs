@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::process::Command;
 
 use super::common::{bounded, close_ours, connect_ours, ensure_node};
-use crate::sys::{server_counters, Sample};
+use crate::sys::{server_counters, server_delta, Sample};
 use crate::{Ctx, Res};
 
 /// The built `zk_c_bench`, if `ZK_C_BENCH` names an existing file.
@@ -72,10 +72,7 @@ async fn child(ctx: &Ctx, workload: &str, calls: usize, window: usize, path: &st
     let stdout = String::from_utf8_lossy(&out.stdout);
     let line = stdout.lines().last().unwrap_or_default();
     let (ops, wall, cpu, sys, vcsw) = parse(line)?;
-    let (server_packets, server_fsyncs) = match (before, after) {
-        (Some((p0, f0)), Some((p1, f1))) => (Some(p1 - p0), Some(f1 - f0)),
-        _ => (None, None),
-    };
+    let (server_packets, server_fsyncs) = server_delta(before, after);
     Ok(Sample {
         ops,
         wall,

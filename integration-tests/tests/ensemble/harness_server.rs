@@ -102,6 +102,8 @@ async fn paused_server_hangs_and_resumes() {
         .create("/before", b"", CreateMode::Persistent)
         .await
         .unwrap();
+    // The first session is idle from here on (the probe sends no pings).
+    let idle_since = std::time::Instant::now();
 
     server.pause().await;
     let srvr = four_letter_word(server.addr(), "srvr", Duration::from_secs(1)).await;
@@ -122,8 +124,16 @@ async fn paused_server_hangs_and_resumes() {
     server.wait_ready().await;
     let mut again = Session::connect(server.addr()).await.unwrap();
     assert!(again.exists("/before").await.unwrap());
-    // The first session survived a pause shorter than its timeout.
-    assert!(session.exists("/before").await.unwrap());
+    // The first session survived a pause shorter than its timeout (10 s). On a loaded
+    // machine the pause, `docker unpause` and the reconnect above can outlast it (one CI run
+    // of four tests at a time beside Docker ensembles failed here): the claim is checked
+    // when its premise holds, with a margin for the server's session tick.
+    let idle = idle_since.elapsed();
+    if idle < Duration::from_secs(8) {
+        assert!(session.exists("/before").await.unwrap(), "idle {idle:?}");
+    } else {
+        eprintln!("paused_server_hangs_and_resumes: the session sat idle {idle:?}, beyond its timeout; its survival is not checked");
+    }
 }
 
 #[tokio::test]

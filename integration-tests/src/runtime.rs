@@ -28,7 +28,10 @@ fn bg() -> &'static Runtime {
     })
 }
 
-/// Runs `fut` on the harness runtime and waits for it from any runtime. Panics propagate.
+/// Runs `fut` on the harness runtime and waits for it from any runtime. A panic there panics
+/// here again with the same message: the harness thread's own report goes to the process's
+/// stderr, not to the test's captured output, so without this a failed docker call would fail
+/// its test with no message in the test's report.
 pub(crate) async fn on_bg<F>(fut: F) -> F::Output
 where
     F: Future + Send + 'static,
@@ -36,7 +39,21 @@ where
 {
     match bg().spawn(fut).await {
         Ok(out) => out,
-        Err(e) => std::panic::resume_unwind(e.into_panic()),
+        Err(e) if e.is_panic() => {
+            panic!("on the harness runtime: {}", panic_text(&*e.into_panic()))
+        }
+        Err(e) => panic!("the harness runtime dropped a task: {e}"),
+    }
+}
+
+/// The message of a panic payload (`panic!` with a literal or with format arguments).
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(a panic without a text message)".to_owned()
     }
 }
 
@@ -145,5 +162,16 @@ pub(crate) fn forget(what: Reap<'_>) {
         Reap::Pid(pid) => tell_reaper(format!("unpid {pid}\n")),
         Reap::Container(id) => tell_reaper(format!("unctr {id}\n")),
         Reap::Dir(_) => {} // removing a directory twice is harmless
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::on_bg;
+
+    #[tokio::test]
+    #[should_panic(expected = "on the harness runtime: docker said no to 7")]
+    async fn a_panic_on_the_harness_runtime_keeps_its_message() {
+        on_bg(async { panic!("docker said no to {}", 7) }).await;
     }
 }

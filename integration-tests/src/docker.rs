@@ -124,10 +124,14 @@ impl DockerNode {
         let id = self.id.clone();
         on_bg(async move {
             let docker = engine(String::new()).await;
-            docker
-                .kill_container(&id, None)
-                .await
-                .unwrap_or_else(|e| panic!("kill {id}: {e}"));
+            retried("kill", &id, || async {
+                match docker.kill_container(&id, None).await {
+                    // Already down (e.g. an earlier attempt went through): the goal holds.
+                    Err(e) if e.to_string().contains("is not running") => Ok(()),
+                    other => other.map_err(|e| e.to_string()),
+                }
+            })
+            .await;
         })
         .await;
     }
@@ -135,25 +139,61 @@ impl DockerNode {
     /// SIGTERM, then SIGKILL after 10 s.
     pub(crate) async fn stop(&self) {
         let c = self.container();
-        on_bg(async move { c.stop_with_timeout(Some(10)).await.expect("docker stop") }).await;
+        let id = self.id.clone();
+        on_bg(async move {
+            retried("stop", &id, || async {
+                c.stop_with_timeout(Some(10))
+                    .await
+                    .map_err(|e| e.to_string())
+            })
+            .await;
+        })
+        .await;
     }
 
     /// Starts the stopped container again (same data directory).
     pub(crate) async fn start(&self) {
         let c = self.container();
-        on_bg(async move { c.start().await.expect("docker start") }).await;
+        let id = self.id.clone();
+        on_bg(async move {
+            retried("start", &id, || async {
+                c.start().await.map_err(|e| e.to_string())
+            })
+            .await;
+        })
+        .await;
     }
 
     /// Freezes the server (cgroup freezer): connects still succeed, nothing is answered.
     pub(crate) async fn pause(&self) {
         let c = self.container();
-        on_bg(async move { c.pause().await.expect("docker pause") }).await;
+        let id = self.id.clone();
+        on_bg(async move {
+            retried("pause", &id, || async {
+                match c.pause().await {
+                    Err(e) if e.to_string().contains("already paused") => Ok(()),
+                    other => other.map_err(|e| e.to_string()),
+                }
+            })
+            .await;
+        })
+        .await;
     }
 
     /// Undoes [`pause`](Self::pause).
     pub(crate) async fn resume(&self) {
         let c = self.container();
-        on_bg(async move { c.unpause().await.expect("docker unpause") }).await;
+        let id = self.id.clone();
+        on_bg(async move {
+            retried("unpause", &id, || async {
+                match c.unpause().await {
+                    Err(e) if e.to_string().contains("is not paused") => Ok(()),
+                    other => other.map_err(|e| e.to_string()),
+                }
+            })
+            .await;
+        })
+        .await;
     }
 
     /// The container's output so far (the server log).
@@ -184,4 +224,36 @@ impl Drop for DockerNode {
             });
         }
     }
+}
+
+/// Attempts of one docker operation before the test fails: the engine has been seen to fail
+/// a call now and then on a loaded 2-core machine (CI runs four tests per binary at once).
+const DOCKER_ATTEMPTS: u32 = 3;
+const DOCKER_RETRY_PAUSE: Duration = Duration::from_millis(500);
+
+/// Runs `op` up to [`DOCKER_ATTEMPTS`] times, [`DOCKER_RETRY_PAUSE`] apart; panics with every
+/// error if none succeeds.
+async fn retried<F, Fut>(what: &str, id: &str, mut op: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let mut errors = Vec::new();
+    for attempt in 1..=DOCKER_ATTEMPTS {
+        match op().await {
+            Ok(()) => {
+                if !errors.is_empty() {
+                    eprintln!(
+                        "docker {what} {id}: succeeded at attempt {attempt} after {errors:?}"
+                    );
+                }
+                return;
+            }
+            Err(e) => errors.push(e),
+        }
+        if attempt < DOCKER_ATTEMPTS {
+            tokio::time::sleep(DOCKER_RETRY_PAUSE).await;
+        }
+    }
+    panic!("docker {what} {id}: failed {DOCKER_ATTEMPTS} times: {errors:?}");
 }

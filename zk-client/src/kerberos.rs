@@ -33,9 +33,9 @@ use std::path::{Path, PathBuf};
 /// never a problem: every connection starts with fresh tickets), and authenticates with
 /// it. The server principal is `zookeeper/<host>@<realm>`: `<host>` is the canonical name
 /// of the connect string's host, as the Java client's default
-/// `zookeeper.sasl.client.canonicalize.hostname=true` finds it (the host resolved to an
-/// address, the address looked up in reverse in `/etc/hosts`, then DNS; the name used when it
-/// resolves back to the address, else the host as written; lowercased), so `127.0.0.1`
+/// `zookeeper.sasl.client.canonicalize.hostname=true` finds it (the address the connection
+/// went to looked up in reverse in `/etc/hosts`, then DNS; the name used when the client's
+/// resolver resolves it back to that address, else the host as written; lowercased), so `127.0.0.1`
 /// becomes `localhost` where `/etc/hosts` says so. Turn that off with
 /// [`canonicalize_host_name(false)`](Self::canonicalize_host_name) (the host as written), or
 /// name the host with [`server_host`](Self::server_host). `<realm>` is the client
@@ -155,12 +155,18 @@ impl KerberosOptions {
         self
     }
 
-    /// The host the server principal is made for, for a connection to `host`: the
-    /// canonical name with [`canonicalize_host_name`](Self::canonicalize_host_name) (and
-    /// no host or principal given), else `host`.
-    pub(crate) async fn principal_host(&self, host: &str) -> String {
+    /// The host the server principal is made for, for a connection to `host` at address
+    /// `connected`: the canonical name with
+    /// [`canonicalize_host_name`](Self::canonicalize_host_name) (and no host or principal
+    /// given), checked through the client's `resolver`, else `host`.
+    pub(crate) async fn principal_host(
+        &self,
+        host: &str,
+        connected: std::net::IpAddr,
+        resolver: &crate::resolve::Resolver,
+    ) -> String {
         if self.canonicalize && self.server_host.is_none() && self.server_principal.is_none() {
-            canonical::canonical_host(host).await
+            canonical::canonical_host(host, connected, resolver).await
         } else {
             host.to_owned()
         }

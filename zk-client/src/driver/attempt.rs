@@ -99,7 +99,7 @@ impl<C: Connector> Driver<C> {
         };
         let (stream, deadline) = self.serving(connect).await.ok_or(None)??;
         #[cfg(feature = "sasl-gssapi")]
-        self.prepare_sasl(&to.host, deadline).await?;
+        self.prepare_sasl(&to.host, to.addr.ip(), deadline).await?;
         Ok((stream, deadline, index, to))
     }
 
@@ -132,11 +132,16 @@ impl<C: Connector> Driver<C> {
         }
     }
 
-    /// SASL GSSAPI: the Kerberos tickets for the connection to `host`, within its connect
+    /// SASL GSSAPI: the Kerberos tickets for the connection to `host` at `connected`, within its connect
     /// deadline. Refused credentials end the session (`AuthFailed`, no reconnect storm); an
     /// unreachable KDC fails this attempt like a connection failure.
     #[cfg(feature = "sasl-gssapi")]
-    async fn prepare_sasl(&mut self, host: &str, deadline: Instant) -> Result<(), Option<String>> {
+    async fn prepare_sasl(
+        &mut self,
+        host: &str,
+        connected: std::net::IpAddr,
+        deadline: Instant,
+    ) -> Result<(), Option<String>> {
         let Some(cfg) = self.session.gssapi() else {
             return Ok(());
         };
@@ -144,7 +149,9 @@ impl<C: Connector> Driver<C> {
         // A task of its own: a panic in the Kerberos library (krb5-gss 0.2.0 panics on some
         // keytab/reply combinations) fails this preparation instead of the connection task.
         let host = transport::host_of(host).to_owned();
-        let mut task = tokio::spawn(async move { kerberos::prepare(&cfg, &host).await });
+        let resolver = self.hosts.resolver().clone();
+        let mut task =
+            tokio::spawn(async move { kerberos::prepare(&cfg, &host, connected, &resolver).await });
         let prepared = match timeout_at(at, &mut task).await {
             Ok(Ok(prepared)) => Ok(prepared),
             Ok(Err(e)) => Ok(Err(kerberos::Unprepared::Refused(format!(

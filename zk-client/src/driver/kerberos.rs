@@ -33,12 +33,15 @@ pub(crate) enum Unprepared {
     Unreachable(String),
 }
 
-/// Gets the tickets for the server `host` and makes the mechanism.
+/// Gets the tickets for the server `host`, connected at `connected` (the address the
+/// client's `resolver` gave), and makes the mechanism.
 pub(crate) async fn prepare(
     cfg: &GssapiConfig,
     host: &str,
+    connected: std::net::IpAddr,
+    resolver: &crate::resolve::Resolver,
 ) -> Result<Box<dyn Mechanism>, Unprepared> {
-    let host = &cfg.principal_host(host).await;
+    let host = &cfg.principal_host(host, connected, resolver).await;
     if let Some(cache) = &cfg.ticket_cache {
         return prepare_from_cache(cfg, cache.as_deref(), host).await;
     }

@@ -1,9 +1,13 @@
 //! The server host's canonical name for its Kerberos principal, as the Java client's
 //! `zookeeper.sasl.client.canonicalize.hostname=true` (its default) finds it
-//! (`SaslServerPrincipal.getServerPrincipal`): the host is resolved to an address, the
-//! address is looked up in reverse (`InetAddress.getCanonicalHostName`), and the name found
-//! is used when it resolves back to that address (Java's check); otherwise the host is used
-//! as written.
+//! (`SaslServerPrincipal.getServerPrincipal`): the server's address is looked up in reverse
+//! (`InetAddress.getCanonicalHostName`), and the name found is used when it resolves back to
+//! that address (Java's check); otherwise the host is used as written.
+//!
+//! The address is the one the connection went to, as the client's resolver gave it (Java
+//! resolves the host again, which may pick another address of a round-robin name: the
+//! principal would then be another server's). The check that the name resolves back goes
+//! through the client's resolver too (`ClientBuilder`'s, or the system's by default).
 //!
 //! The reverse lookup reads `/etc/hosts` (the first name of the address's line), then asks
 //! the name servers of `/etc/resolv.conf` for the address's PTR record over UDP (one second
@@ -15,6 +19,8 @@ use std::time::Duration;
 
 use tokio::net::UdpSocket;
 
+use crate::resolve::Resolver;
+
 /// How long one name server may take to answer.
 const DNS_TIMEOUT: Duration = Duration::from_secs(1);
 /// How many name servers of resolv.conf are asked (glibc's `MAXNS`).
@@ -23,29 +29,30 @@ const MAX_SERVERS: usize = 3;
 const PTR: u16 = 12;
 const IN: u16 = 1;
 
-/// The host name for the server principal of a connection to `host`: its canonical name,
-/// or `host` itself when it has none (lowercased either way, as principals are).
-pub(crate) async fn canonical_host(host: &str) -> String {
+/// The host name for the server principal of a connection to `host` at address
+/// `connected`: the address's canonical name, or `host` itself when it has none
+/// (lowercased either way, as principals are).
+pub(crate) async fn canonical_host(host: &str, connected: IpAddr, resolver: &Resolver) -> String {
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    match canonicalize(host).await {
+    let canonical = match reverse(connected).await {
+        Some(name) if resolves_to(&name, connected, resolver).await => Some(name),
+        _ => None,
+    };
+    match canonical {
         Some(name) => {
-            tracing::debug!(%host, canonical = %name, "Kerberos: canonical server host name");
+            tracing::debug!(%host, %connected, canonical = %name, "Kerberos: canonical server host name");
             name
         }
         None => host.to_ascii_lowercase(),
     }
 }
 
-async fn canonicalize(host: &str) -> Option<String> {
-    let ip = match host.parse::<IpAddr>() {
-        Ok(ip) => ip,
-        Err(_) => tokio::net::lookup_host((host, 0)).await.ok()?.next()?.ip(),
-    };
-    let name = reverse(ip).await?;
-    // Java's check: a name that does not resolve back to the address is not used.
-    let back = tokio::net::lookup_host((name.as_str(), 0)).await.ok()?;
-    let confirmed = back.map(|a: SocketAddr| a.ip()).any(|a| a == ip);
-    confirmed.then_some(name)
+/// Java's check: `name` resolves (through the client's resolver) to `ip` among others.
+async fn resolves_to(name: &str, ip: IpAddr, resolver: &Resolver) -> bool {
+    match resolver.resolve(&format!("{name}:0")).await {
+        Ok(addrs) => addrs.iter().any(|a| a.ip() == ip),
+        Err(_) => false,
+    }
 }
 
 /// The name of `ip`: `/etc/hosts`, then DNS.
@@ -208,6 +215,51 @@ fn read_name(msg: &[u8], mut at: usize) -> Option<(String, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A resolver that knows one name.
+    fn knowing(name: &str, ip: IpAddr) -> Resolver {
+        let name = name.to_owned();
+        Resolver::new(move |host: &str, port: u16| {
+            let found = (host == name).then(|| vec![std::net::SocketAddr::new(ip, port)]);
+            let host = host.to_owned();
+            async move { found.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, host)) }
+        })
+    }
+
+    #[tokio::test]
+    async fn the_check_back_goes_through_the_clients_resolver() {
+        let ip: IpAddr = "192.0.2.7".parse().unwrap();
+        let other: IpAddr = "192.0.2.8".parse().unwrap();
+        assert!(resolves_to("zk1.example", ip, &knowing("zk1.example", ip)).await);
+        // The name resolves, but to another address: not this server's name.
+        assert!(!resolves_to("zk1.example", ip, &knowing("zk1.example", other)).await);
+        // The client's resolver does not know it (whatever the system's would say).
+        assert!(
+            !resolves_to(
+                "localhost",
+                "127.0.0.1".parse().unwrap(),
+                &knowing("zk1.example", ip)
+            )
+            .await
+        );
+    }
+
+    #[tokio::test]
+    async fn the_connected_address_is_named_only_when_the_clients_resolver_agrees() {
+        // Loopback only: 127.0.0.1's name comes from /etc/hosts, no DNS query is sent.
+        let hosts = std::fs::read_to_string("/etc/hosts").unwrap_or_default();
+        let loopback: IpAddr = "127.0.0.1".parse().unwrap();
+        let name = hosts_name(&hosts, loopback)
+            .expect("this test needs a 127.0.0.1 line in /etc/hosts, as every Debian has");
+        let agrees = knowing(&name, loopback);
+        assert_eq!(canonical_host("127.0.0.1", loopback, &agrees).await, name);
+        // The client's resolver puts that name elsewhere: the host as written, lowercased.
+        let elsewhere = knowing(&name, "192.0.2.7".parse().unwrap());
+        assert_eq!(
+            canonical_host("[ZK1.Example]", loopback, &elsewhere).await,
+            "zk1.example"
+        );
+    }
 
     #[test]
     fn hosts_files_give_the_first_name_of_the_address() {

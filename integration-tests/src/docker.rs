@@ -122,16 +122,10 @@ impl DockerNode {
     /// SIGKILL (no shutdown hooks: a crash).
     pub(crate) async fn kill(&self) {
         let id = self.id.clone();
-        on_bg(async move {
-            let docker = engine(String::new()).await;
-            retried("kill", &id, || async {
-                match docker.kill_container(&id, None).await {
-                    // Already down (e.g. an earlier attempt went through): the goal holds.
-                    Err(e) if e.to_string().contains("is not running") => Ok(()),
-                    other => other.map_err(|e| e.to_string()),
-                }
-            })
-            .await;
+        // Already down (e.g. an earlier attempt went through): the goal holds.
+        self.retried("kill", Some("is not running"), move || {
+            let id = id.clone();
+            async move { engine(String::new()).await.kill_container(&id, None).await }
         })
         .await;
     }
@@ -139,14 +133,9 @@ impl DockerNode {
     /// SIGTERM, then SIGKILL after 10 s.
     pub(crate) async fn stop(&self) {
         let c = self.container();
-        let id = self.id.clone();
-        on_bg(async move {
-            retried("stop", &id, || async {
-                c.stop_with_timeout(Some(10))
-                    .await
-                    .map_err(|e| e.to_string())
-            })
-            .await;
+        self.retried("stop", None, move || {
+            let c = Arc::clone(&c);
+            async move { c.stop_with_timeout(Some(10)).await }
         })
         .await;
     }
@@ -154,12 +143,9 @@ impl DockerNode {
     /// Starts the stopped container again (same data directory).
     pub(crate) async fn start(&self) {
         let c = self.container();
-        let id = self.id.clone();
-        on_bg(async move {
-            retried("start", &id, || async {
-                c.start().await.map_err(|e| e.to_string())
-            })
-            .await;
+        self.retried("start", None, move || {
+            let c = Arc::clone(&c);
+            async move { c.start().await }
         })
         .await;
     }
@@ -167,15 +153,9 @@ impl DockerNode {
     /// Freezes the server (cgroup freezer): connects still succeed, nothing is answered.
     pub(crate) async fn pause(&self) {
         let c = self.container();
-        let id = self.id.clone();
-        on_bg(async move {
-            retried("pause", &id, || async {
-                match c.pause().await {
-                    Err(e) if e.to_string().contains("already paused") => Ok(()),
-                    other => other.map_err(|e| e.to_string()),
-                }
-            })
-            .await;
+        self.retried("pause", Some("already paused"), move || {
+            let c = Arc::clone(&c);
+            async move { c.pause().await }
         })
         .await;
     }
@@ -183,15 +163,44 @@ impl DockerNode {
     /// Undoes [`pause`](Self::pause).
     pub(crate) async fn resume(&self) {
         let c = self.container();
+        self.retried("unpause", Some("is not paused"), move || {
+            let c = Arc::clone(&c);
+            async move { c.unpause().await }
+        })
+        .await;
+    }
+
+    /// Runs `op` on the harness runtime up to [`DOCKER_ATTEMPTS`] times,
+    /// [`DOCKER_RETRY_PAUSE`] apart; an error whose text contains `reached` means the goal
+    /// already holds. Panics with every error if no attempt succeeds.
+    async fn retried<F, Fut, E>(&self, what: &'static str, reached: Option<&'static str>, op: F)
+    where
+        F: Fn() -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<(), E>> + Send,
+        E: std::fmt::Display,
+    {
         let id = self.id.clone();
         on_bg(async move {
-            retried("unpause", &id, || async {
-                match c.unpause().await {
-                    Err(e) if e.to_string().contains("is not paused") => Ok(()),
-                    other => other.map_err(|e| e.to_string()),
+            let mut errors = Vec::new();
+            for attempt in 1..=DOCKER_ATTEMPTS {
+                let error = match op().await {
+                    Ok(()) => None,
+                    Err(e) => {
+                        Some(e.to_string()).filter(|e| !reached.is_some_and(|r| e.contains(r)))
+                    }
+                };
+                let Some(error) = error else {
+                    if !errors.is_empty() {
+                        eprintln!("docker {what} {id}: done at attempt {attempt} after {errors:?}");
+                    }
+                    return;
+                };
+                errors.push(error);
+                if attempt < DOCKER_ATTEMPTS {
+                    tokio::time::sleep(DOCKER_RETRY_PAUSE).await;
                 }
-            })
-            .await;
+            }
+            panic!("docker {what} {id}: failed {DOCKER_ATTEMPTS} times: {errors:?}");
         })
         .await;
     }
@@ -230,30 +239,3 @@ impl Drop for DockerNode {
 /// a call now and then on a loaded 2-core machine (CI runs four tests per binary at once).
 const DOCKER_ATTEMPTS: u32 = 3;
 const DOCKER_RETRY_PAUSE: Duration = Duration::from_millis(500);
-
-/// Runs `op` up to [`DOCKER_ATTEMPTS`] times, [`DOCKER_RETRY_PAUSE`] apart; panics with every
-/// error if none succeeds.
-async fn retried<F, Fut>(what: &str, id: &str, mut op: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<(), String>>,
-{
-    let mut errors = Vec::new();
-    for attempt in 1..=DOCKER_ATTEMPTS {
-        match op().await {
-            Ok(()) => {
-                if !errors.is_empty() {
-                    eprintln!(
-                        "docker {what} {id}: succeeded at attempt {attempt} after {errors:?}"
-                    );
-                }
-                return;
-            }
-            Err(e) => errors.push(e),
-        }
-        if attempt < DOCKER_ATTEMPTS {
-            tokio::time::sleep(DOCKER_RETRY_PAUSE).await;
-        }
-    }
-    panic!("docker {what} {id}: failed {DOCKER_ATTEMPTS} times: {errors:?}");
-}

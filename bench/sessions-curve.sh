@@ -7,12 +7,13 @@
 # writes, from its rows,
 #   bench/sessions-curve.md   the table (memory, connect time, the reconnect storm)
 #   bench/sessions-curve.svg  the plot
+#   bench/sessions-curve.csv  the test's rows (python3 bench/sessions_curve.py re-plots them)
 # The test itself asserts the models (memory per session constant and bounded; every session
 # back after the restart; connection attempts within the backoff's bounds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-csv=$(mktemp)
-trap 'rm -f "$csv"' EXIT
+csv="$PWD/bench/sessions-curve.csv"
+: > "$csv"
 export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 # A socket per session: make sure the soft limit allows 1,000 of them.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true

@@ -137,6 +137,10 @@ async fn client_and_lock_metrics_move() {
     assert!(counter(&m, "zk_client_bytes_sent_total{}") > 100);
     assert!(counter(&m, "zk_client_bytes_received_total{}") > 100);
     assert!(counter(&m, "zk_client_connections_total{}") >= 2);
+    assert!(
+        counter(&m, "zk_client_connect_attempts_total{}")
+            >= counter(&m, "zk_client_connections_total{}")
+    );
     assert!(counter(&m, "zk_client_session_state_changes_total{state=connected}") >= 2);
     assert!(counter(&m, "zk_client_watch_events_total{}") >= 5);
     assert_eq!(counter(&m, "zk_client_watch_events_dropped_total{}"), 3);

@@ -187,7 +187,9 @@ impl ClientBuilder {
     /// Bound on one connection attempt (one address): TCP connect plus session handshake.
     /// Default: the session timeout divided by the number of addresses of all hosts, as
     /// last resolved (the Java client's rule, counting each address of a name with several
-    /// records), at least 100 ms.
+    /// records), by three when there are fewer (so an attempt that hangs, on a server that
+    /// accepts connections and never answers them, cannot use up the session timeout, after
+    /// which the client gives the session up), at least 100 ms.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = Some(timeout);
         self

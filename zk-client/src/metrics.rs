@@ -122,6 +122,15 @@ pub(crate) fn bytes_sent(n: usize) {
     let _ = n;
 }
 
+/// A connection attempt starts: a TCP connect to one address (the first connect of a
+/// session, and every attempt after a lost connection or a failed attempt; the read-only
+/// probe's connects are not counted). Its rate shows a reconnect storm.
+#[inline]
+pub(crate) fn connect_attempt() {
+    #[cfg(feature = "metrics")]
+    ::metrics::counter!("zk_client_connect_attempts_total").increment(1);
+}
+
 /// A connection completed its handshake (the first one or a reconnect).
 #[inline]
 pub(crate) fn connected() {

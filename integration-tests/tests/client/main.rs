@@ -18,6 +18,7 @@ mod pipelining;
 mod poison;
 mod session;
 mod session_manager;
+mod sessions_curve;
 mod watch_leaks;
 mod watch_matrix;
 mod watches;

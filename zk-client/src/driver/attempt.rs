@@ -97,6 +97,7 @@ impl<C: Connector> Driver<C> {
                 }
             }
         };
+        crate::metrics::connect_attempt();
         let (stream, deadline) = self.serving(connect).await.ok_or(None)??;
         #[cfg(feature = "sasl-gssapi")]
         self.prepare_sasl(&to.host, to.addr.ip(), deadline).await?;

@@ -116,6 +116,13 @@ struct Harness {
 }
 
 fn start() -> Harness {
+    start_with(&["a:1", "b:1"], None)
+}
+
+/// A client of `hosts` (each resolving to one address); `auto_connect_timeout`: the
+/// session timeout when the default connect timeout is to be derived per attempt (else the
+/// fixed [`CONNECT`]).
+fn start_with(hosts: &[&str], auto_connect_timeout: Option<Duration>) -> Harness {
     let (accepted_tx, accepted) = mpsc::unbounded_channel();
     let connect_delay = Arc::new(Mutex::new(Duration::ZERO));
     let refuse_writes = Arc::new(AtomicBool::new(false));
@@ -143,7 +150,7 @@ fn start() -> Harness {
     let driver = Driver::new(
         connector,
         session,
-        HostList::new(vec!["a:1".into(), "b:1".into()]).with_resolver(Resolver::new(
+        HostList::new(hosts.iter().map(|h| h.to_string()).collect()).with_resolver(Resolver::new(
             |_, port| async move { Ok(vec![std::net::SocketAddr::from(([127, 0, 0, 1], port))]) },
         )),
         rx,
@@ -152,7 +159,7 @@ fn start() -> Harness {
         DriverConfig {
             max_frame_len: zk_proto::DEFAULT_MAX_FRAME_LEN,
             batch_reads: true,
-            auto_connect_timeout: None,
+            auto_connect_timeout,
         },
     );
     tokio::spawn(driver.run());
@@ -233,6 +240,36 @@ async fn the_connect_and_the_handshake_share_one_connect_timeout() {
         "first attempt abandoned at {abandoned:?}"
     );
     drop(h.client);
+}
+
+/// One host and the default connect timeout. The server restarts: the connection drops,
+/// the first attempt after it is accepted and never answered (ZooKeeper does that to a
+/// connection that arrives while it loads its data, ZOOKEEPER-5051), the next one is
+/// answered. The session must be resumed. Before the fix the hung attempt had the whole
+/// session timeout (9 s over one address), so the client gave the session up as expired
+/// (no server had answered for a session timeout) before it could try again.
+#[tokio::test(start_paused = true)]
+async fn a_handshake_that_hangs_does_not_use_up_the_session() {
+    let mut h = start_with(&["a:1"], Some(SESSION));
+    let (s, mut states) = h.connected(0x7).await;
+    drop(s);
+    assert_eq!(states.changed().await, SessionState::Disconnected);
+    let lost = Instant::now();
+    let (_, _hung) = h.next_connection().await;
+    let (_, mut s2) = h.next_connection().await;
+    let req = handshake(&mut s2, 0x7).await;
+    assert_eq!(req.session_id, 0x7);
+    assert_eq!(
+        states.wait_for(|s| s.is_connected()).await,
+        SessionState::Connected
+    );
+    // The hung attempt was left after a third of the session timeout.
+    let resumed = lost.elapsed();
+    assert!(
+        resumed >= SESSION / 3 && resumed <= SESSION / 3 + Duration::from_secs(1),
+        "resumed {resumed:?} after the loss"
+    );
+    drop(s2);
 }
 
 #[tokio::test(start_paused = true)]

@@ -21,3 +21,4 @@ mod session_manager;
 mod watch_leaks;
 mod watch_matrix;
 mod watches;
+mod watches_curve;

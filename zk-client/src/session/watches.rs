@@ -412,6 +412,24 @@ impl WatchRegistry {
     /// left, since it serves them all (going down to a weaker one could lose events on
     /// the way).
     pub(crate) fn reconcile(&mut self, server_path: &str) -> Vec<WatcherType> {
+        let remove = self.unneeded(server_path);
+        let Some(entry) = self.paths.get_mut(server_path) else {
+            return remove;
+        };
+        for kind in &remove {
+            entry.held = entry.held.less(*kind);
+        }
+        if entry.is_empty() {
+            self.paths.remove(server_path);
+        }
+        remove
+    }
+
+    /// What [`reconcile`](Self::reconcile) would remove on `server_path`, without counting
+    /// it as gone: the session asks this first, in constant time, and looks through its
+    /// queues for a request that sets a watch on the path only when something would be
+    /// removed. Prunes dropped watchers, and drops the path when nothing is left of it.
+    pub(crate) fn unneeded(&mut self, server_path: &str) -> Vec<WatcherType> {
         let Some(entry) = self.paths.get_mut(server_path) else {
             return Vec::new();
         };
@@ -432,9 +450,6 @@ impl WatchRegistry {
             if held.child == Mode::Standard && !need.child {
                 remove.push(WatcherType::Children);
             }
-        }
-        for kind in &remove {
-            entry.held = entry.held.less(*kind);
         }
         if entry.is_empty() {
             self.paths.remove(server_path);

@@ -81,8 +81,11 @@ def table(rows, commit, machine):
         "the proxy forwarded them (length prefixes included), exact. *to Connected*: from",
         "letting the held reconnect through to the `Connected` state; *re-armed*: from",
         "`Connected` to the reply of the first request after the re-arm (the server answers a",
-        "session in order, so every `SetWatches` has been applied by then). *set*: setting the",
-        "N watches in the first place (`getData` with a watch, or `addWatch`, all pipelined).",
+        "session in order, so every `SetWatches` has been applied by then). *to Connected*",
+        "grows with N too: the session publishes `Connected` once it has handled the",
+        "`ConnectResponse`, in the step that also sorts and encodes every watched path into the",
+        "packets. *set*: setting the N watches in the first place (`getData` with a watch, or",
+        "`addWatch`, all pipelined).",
         "",
         f"Machine: {machine}, shared with other builds while this ran: bytes are exact, times",
         "indicative only.",
@@ -128,6 +131,12 @@ def table(rows, commit, machine):
                 f"between {rs[-2]['watches']:,} and {rs[-1]['watches']:,} watches."
             )
     out += [
+        "",
+        "Setting watches was quadratic before `c187479` and `12f91a4` (zk-client: each watch set",
+        "counted every path's recursive watchers again, and each reply looked through every",
+        "queued request): with the first fix alone, 10,000 data watches took 9.9 s to set here,",
+        "and setting 100,000 starved the connection into a `ConnectionLoss`. Both are linear now; unit",
+        "tests in zk-client's session hold them to it.",
         "",
         "At the re-arm every watch was back on the server (`mntr` watch count), the data watch",
         "on the node changed while disconnected fired (SetWatches' relative zxid), and changes to",

@@ -99,6 +99,13 @@ pub struct Stats {
     pub unsupported_requests: u64,
     /// Keeper's own requests (`RemoveRecursive`) the emulation carried out on the 3.8 server.
     pub keeper_requests: u64,
+    /// `SetWatches`/`SetWatches2` requests (xid -8) forwarded to the server: the packets a
+    /// client re-arms its watches with on a new connection.
+    pub set_watches: u64,
+    /// Their bytes as on the wire, each packet's 4-byte length prefix included.
+    pub set_watches_bytes: u64,
+    /// Replies to them forwarded to the client.
+    pub set_watches_replies: u64,
 }
 
 #[derive(Debug)]
@@ -125,6 +132,9 @@ struct Shared {
     open: AtomicU64,
     to_server: AtomicU64,
     to_client: AtomicU64,
+    set_watches: AtomicU64,
+    set_watches_bytes: AtomicU64,
+    set_watches_replies: AtomicU64,
     armed: AtomicU64,
     armed_total: AtomicU64,
     /// Opcodes armed by [`Proxy::drop_next_reply_to`], one entry per reply to drop.
@@ -162,6 +172,9 @@ impl Proxy {
             open: AtomicU64::new(0),
             to_server: AtomicU64::new(0),
             to_client: AtomicU64::new(0),
+            set_watches: AtomicU64::new(0),
+            set_watches_bytes: AtomicU64::new(0),
+            set_watches_replies: AtomicU64::new(0),
             armed: AtomicU64::new(0),
             armed_total: AtomicU64::new(0),
             armed_ops: Mutex::new(Vec::new()),
@@ -288,6 +301,9 @@ impl Proxy {
             new_sessions: s.dropper.new_sessions.load(Ordering::SeqCst),
             unsupported_requests: s.emulator.refused.load(Ordering::SeqCst),
             keeper_requests: s.emulator.translated.load(Ordering::SeqCst),
+            set_watches: s.set_watches.load(Ordering::SeqCst),
+            set_watches_bytes: s.set_watches_bytes.load(Ordering::SeqCst),
+            set_watches_replies: s.set_watches_replies.load(Ordering::SeqCst),
         }
     }
 }
@@ -561,6 +577,9 @@ async fn writer(
             &shared.to_client
         };
         counter.fetch_add(1, Ordering::SeqCst);
+        if !is_handshake && reply_xid(&packet) == Some(SET_WATCHES) {
+            count_set_watches(&shared, dir, packet.len());
+        }
     };
     // The reader may have ended first (dropping our channel) because of the same cancellation.
     if (cancelled || ctl.cancel.is_cancelled()) && *lock(&ctl.cut) == Cut::Reset {
@@ -568,6 +587,18 @@ async fn writer(
         half.forget(); // no FIN first: the socket closes with RST when both halves are gone
     }
     // Otherwise dropping the half sends FIN after everything queued was written.
+}
+
+/// Counts a `SetWatches` packet (`len`: its bytes, length prefix included) or its reply.
+fn count_set_watches(shared: &Shared, dir: Dir, len: usize) {
+    if dir == Dir::ToServer {
+        shared.set_watches.fetch_add(1, Ordering::SeqCst);
+        shared
+            .set_watches_bytes
+            .fetch_add(len as u64, Ordering::SeqCst);
+    } else {
+        shared.set_watches_replies.fetch_add(1, Ordering::SeqCst);
+    }
 }
 
 /// ZooKeeper 3.9's watch-event zxid, when the emulation has it (`event_zxid.rs`): fills it

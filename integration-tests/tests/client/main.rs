@@ -22,3 +22,4 @@ mod sessions_curve;
 mod watch_leaks;
 mod watch_matrix;
 mod watches;
+mod watches_curve;

@@ -552,6 +552,12 @@ impl Session {
         if !self.is_connected() || self.closing.is_some() {
             return;
         }
+        // Nothing to remove (the common case: a registration completed for a live watcher):
+        // done, without looking through the queues, which hold every request of a caller
+        // setting many watches at once (that made setting N watches cost O(N²)).
+        if self.watches.unneeded(path).is_empty() {
+            return;
+        }
         let registering = self.pending.registers_watch_on(path)
             || self
                 .waiting

@@ -622,3 +622,39 @@ fn replies_and_events_are_stamped_in_the_order_their_frames_came() {
     assert!(again.try_recv().unwrap().is_ok());
     assert!(again.arrival() > lost.arrival());
 }
+
+/// Sets `n` data watches on distinct paths, all queued at once as a pipelined caller does,
+/// and answers them in order; the time the session took.
+fn set_pipelined(n: usize) -> std::time::Duration {
+    let mut f = connected();
+    let mut watchers = Vec::with_capacity(n);
+    let start = std::time::Instant::now();
+    for i in 0..n {
+        watchers.push(f.watch(OpCode::GetData, &format!("/w/{i:06}"), WatchKind::Data));
+    }
+    for xid in 1..=n {
+        let xid = i32::try_from(xid).unwrap_or(i32::MAX);
+        f.reply(xid, i64::from(xid), ErrorCode::Ok, b"").unwrap();
+        if xid % 512 == 0 {
+            f.sent();
+        }
+    }
+    let took = start.elapsed();
+    assert!(watchers.iter_mut().all(|(r, _)| r.try_recv().is_ok()));
+    took
+}
+
+#[test]
+fn pipelined_watches_cost_the_same_however_many_are_queued() {
+    // Linear: 8 times the watches take about 8 times as long. Each reply looking through
+    // every queued request for one that sets a watch on its path made it up to 64 times.
+    let best = |n| (0..3).map(|_| set_pipelined(n)).min().unwrap_or_default();
+    let small = best(2_500);
+    let large = best(20_000);
+    let ratio = large.as_secs_f64() / small.as_secs_f64().max(1e-6);
+    println!("8 times the watches: {ratio:.1} times as long ({small:?}, {large:?})");
+    assert!(
+        ratio < 24.0,
+        "8 times the watches took {ratio:.1} times as long ({small:?}, {large:?})"
+    );
+}

@@ -216,6 +216,13 @@ pub(crate) struct Session {
     profile: crate::profile::ProfileCell,
 }
 
+#[cfg(test)]
+thread_local! {
+    /// How often [`Session::reconcile_watches`] looked through the queues on this thread:
+    /// the work a test of its cost counts (deterministic, where a timing would not be).
+    pub(crate) static QUEUE_SCANS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 impl Session {
     /// A session that has never connected.
     pub(crate) fn new(mut cfg: SessionConfig, now: Instant) -> Self {
@@ -558,6 +565,8 @@ impl Session {
         if self.watches.unneeded(path).is_empty() {
             return;
         }
+        #[cfg(test)]
+        QUEUE_SCANS.with(|n| n.set(n.get() + 1));
         let registering = self.pending.registers_watch_on(path)
             || self
                 .waiting

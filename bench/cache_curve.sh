@@ -6,8 +6,9 @@
 #
 #   bash bench/cache_curve.sh                    # memory; stable on a loaded machine
 #   CACHE_SIZES=1000,10000,100000,1000000 bash bench/cache_curve.sh   # the 1M size too
-#   bash bench/cache_curve.sh --timings          # also each first load (release build):
-#                                                #   only on a quiet machine
+#   bash bench/cache_curve.sh --timings          # also each first load and our resyncs after
+#                                                #   a reconnect and a session expiry (release
+#                                                #   build): on a quiet machine, or read ratios
 #   bash bench/cache_curve.sh --connect host:2181   # an existing server instead of a local one
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -26,12 +26,14 @@
 //! cost per node; the run checks that one more node costs the same (within 25%) between each
 //! pair of consecutive sizes.
 //!
-//! `--timings` adds each client's first load (ms from start until every node is cached). The
-//! memory figures are stable on a loaded machine; the timings are not: take them only on a
-//! quiet one (`cargo run --release`, nothing else running).
+//! `--timings` adds each client's first load (ms from start until every node is cached) and
+//! our resync times after a reconnect and after a session expiry (`cache_memory/resync.rs`,
+//! in a third process per size), with a linear fit of each time in the nodes. The memory
+//! figures are stable on a loaded machine; the timings are not: take them only on a quiet
+//! one (`cargo run --release`, nothing else running), or read the ratios (ours and Curator
+//! run one after the other at each size).
 
 use std::alloc::System;
-use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -39,6 +41,13 @@ use cap::Cap;
 use integration_tests::{Server, Settings};
 use zk_client::{Client, CreateOptions, Op};
 use zk_recipes::cache::Cache;
+
+#[path = "cache_memory/report.rs"]
+mod report;
+#[path = "cache_memory/resync.rs"]
+mod resync;
+
+use resync::Resync;
 
 #[global_allocator]
 static ALLOC: Cap<System> = Cap::new(System, usize::MAX);
@@ -65,6 +74,7 @@ struct Row {
     load_ms: f64,
     curator_heap: f64,
     curator_load_ms: f64,
+    resync: Resync,
 }
 
 struct Opts {
@@ -85,6 +95,12 @@ fn main() -> Res<()> {
             return Err("usage: cache_memory child CONNECT PATH NODES".into());
         };
         return rt.block_on(child(connect, path, n.parse()?));
+    }
+    if args.first().map(String::as_str) == Some("resync") {
+        let [_, connect, path, n] = &args[..] else {
+            return Err("usage: cache_memory resync CONNECT PATH NODES".into());
+        };
+        return rt.block_on(resync::child(connect, path, n.parse()?));
     }
     let opts = parse(&args)?;
     rt.block_on(run(opts))
@@ -162,9 +178,21 @@ async fn run(opts: Opts) -> Res<()> {
         } else {
             (f64::NAN, f64::NAN)
         };
+        let resync = if opts.timings {
+            match resync(&connect, &path, n, limit).await {
+                Ok(v) => v,
+                Err(e) => {
+                    eprintln!("cache_memory: resync at {n}: {e}");
+                    Resync::NONE
+                }
+            }
+        } else {
+            Resync::NONE
+        };
         let row = Row {
             curator_heap,
             curator_load_ms,
+            resync,
             ..ours
         };
         eprintln!("cache_memory: {row:?}");
@@ -178,13 +206,13 @@ async fn run(opts: Opts) -> Res<()> {
             let _ = client.close().await;
         }
     }
-    let table = table(&rows, opts.timings);
+    let table = report::table(&rows, opts.timings);
     println!("{table}");
     if let Some(out) = &opts.out {
         let md = out.with_extension("md");
         let svg = out.with_extension("svg");
         std::fs::write(&md, &table)?;
-        std::fs::write(&svg, plot(&rows))?;
+        std::fs::write(&svg, report::plot(&rows))?;
         eprintln!("cache_memory: wrote {} and {}", md.display(), svg.display());
     }
     drop(server);
@@ -285,7 +313,15 @@ async fn ours(connect: &str, path: &str, n: usize, limit: Duration) -> Res<Row> 
         load_ms,
         curator_heap: f64::NAN,
         curator_load_ms: f64::NAN,
+        resync: Resync::NONE,
     })
+}
+
+/// Our resync times at `n` nodes, from a process of their own (`resync.rs`).
+async fn resync(connect: &str, path: &str, n: usize, limit: Duration) -> Res<Resync> {
+    let mut cmd = std::process::Command::new(std::env::current_exe()?);
+    cmd.args(["resync", connect, path, &n.to_string()]);
+    Resync::from_fields(&run_child(cmd, limit, "RESYNC ").await?)
 }
 
 /// Curator's heap per node after GC and its first load (ms).
@@ -372,210 +408,4 @@ async fn child(connect: &str, path: &str, n: usize) -> Res<()> {
     first.close().await?;
     let _ = client.close().await;
     Ok(())
-}
-
-fn fmt(v: f64, digits: usize) -> String {
-    if v.is_nan() {
-        "-".to_owned()
-    } else {
-        format!("{v:.digits$}")
-    }
-}
-
-fn table(rows: &[Row], timings: bool) -> String {
-    let mut t = String::from(
-        "| nodes | ours: live heap B/node | ours: one more cache | ours: RSS B/node | RSS, one more cache | Curator 5.4: heap after GC B/node | ours / Curator |",
-    );
-    if timings {
-        t.push_str(" ours: first load ms | Curator: first load ms |");
-    }
-    t.push_str("\n|---|---|---|---|---|---|---|");
-    if timings {
-        t.push_str("---|---|");
-    }
-    t.push('\n');
-    for r in rows {
-        let _ = write!(
-            t,
-            "| {} | {} | {} | {} | {} | {} | {} |",
-            r.nodes,
-            fmt(r.live, 0),
-            fmt(r.live2, 0),
-            fmt(r.rss, 0),
-            fmt(r.rss2, 0),
-            fmt(r.curator_heap, 0),
-            fmt(r.live / r.curator_heap, 2),
-        );
-        if timings {
-            let _ = write!(
-                t,
-                " {} | {} |",
-                fmt(r.load_ms, 0),
-                fmt(r.curator_load_ms, 0)
-            );
-        }
-        t.push('\n');
-    }
-    // The model: linear, a constant per cache (the event ring, the read window, the
-    // connection's buffers) plus a constant cost per node. Checked on the cost of one more
-    // node between consecutive sizes: the same (within 25%) all along the curve.
-    let total = |r: &Row| r.live * r.nodes as f64;
-    let steps: Vec<(usize, usize, f64)> = rows
-        .windows(2)
-        .filter_map(|w| match w {
-            [a, b] if b.nodes > a.nodes => Some((
-                a.nodes,
-                b.nodes,
-                (total(b) - total(a)) / (b.nodes - a.nodes) as f64,
-            )),
-            _ => None,
-        })
-        .collect();
-    let slope = steps.last().map_or(f64::NAN, |s| s.2);
-    if let (Some(lo), Some(hi)) = (
-        steps.iter().map(|s| s.2).reduce(f64::min),
-        steps.iter().map(|s| s.2).reduce(f64::max),
-    ) {
-        let said: Vec<String> = steps
-            .iter()
-            .map(|(a, b, c)| format!("{c:.0} B ({a} to {b})"))
-            .collect();
-        let fixed = rows
-            .last()
-            .map_or(f64::NAN, |r| total(r) - slope * r.nodes as f64);
-        let _ = writeln!(
-            t,
-            "\nModel: linear, a constant per cache plus a constant cost per node. One more node \
-             costs {}: {} ({:.0} KiB per cache besides).",
-            said.join(", "),
-            if hi <= lo * 1.25 {
-                "constant within 25%, holds"
-            } else {
-                "NOT constant"
-            },
-            fixed / 1024.0
-        );
-    }
-    if let Some(r) = rows.iter().find(|r| r.nodes == 10_000) {
-        let _ = writeln!(
-            t,
-            "Goal at 10,000 nodes: live heap per node at or below Curator's {GOAL:.0} B: {:.0} B, \
-             {slope:.0} B per node more ({}).",
-            r.live,
-            if r.live <= GOAL { "met" } else { "NOT met" }
-        );
-    }
-    t
-}
-
-/// One line of the plot: its name, its colour, its value in a row.
-type Series = (&'static str, &'static str, fn(&Row) -> f64);
-
-/// A log-x line plot of live bytes per node against nodes.
-fn plot(rows: &[Row]) -> String {
-    let (w, h, left, right, top, bottom) = (640.0, 360.0, 60.0, 170.0, 20.0, 40.0);
-    let xs: Vec<f64> = rows.iter().map(|r| (r.nodes as f64).log10()).collect();
-    let (x0, x1) = (
-        xs.iter().copied().fold(f64::INFINITY, f64::min),
-        xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-    );
-    // The two comparable measures (RSS, in the table, is not: it holds the allocator's pools).
-    let series: [Series; 3] = [
-        ("ours: live heap", "#1f77b4", |r| r.live),
-        ("ours: one more cache", "#9ecae1", |r| r.live2),
-        ("Curator: heap after GC", "#d62728", |r| r.curator_heap),
-    ];
-    let y1 = rows
-        .iter()
-        .flat_map(|r| series.iter().map(move |s| (s.2)(r)))
-        .chain([GOAL])
-        .filter(|v| v.is_finite())
-        .fold(0.0, f64::max)
-        * 1.1;
-    let sx = |x: f64| {
-        if x1 > x0 {
-            left + (x - x0) / (x1 - x0) * (w - left - right)
-        } else {
-            left
-        }
-    };
-    let sy = |y: f64| top + (1.0 - y / y1) * (h - top - bottom);
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"11\">\n\
-         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
-         <line x1=\"{left}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n\
-         <line x1=\"{left}\" y1=\"{top}\" x2=\"{left}\" y2=\"{}\" stroke=\"black\"/>\n\
-         <text x=\"{}\" y=\"{}\" text-anchor=\"middle\">cached nodes</text>\n\
-         <text x=\"12\" y=\"{}\" transform=\"rotate(-90 12 {})\" text-anchor=\"middle\">live heap bytes per node</text>\n",
-        h - bottom,
-        w - right,
-        h - bottom,
-        h - bottom,
-        (left + w - right) / 2.0,
-        h - 5.0,
-        (top + h - bottom) / 2.0,
-        (top + h - bottom) / 2.0,
-    );
-    for (r, x) in rows.iter().zip(&xs) {
-        let _ = writeln!(
-            s,
-            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-            sx(*x),
-            h - bottom + 14.0,
-            r.nodes
-        );
-    }
-    for i in 0..=4 {
-        let v = y1 * f64::from(i) / 4.0;
-        let _ = writeln!(
-            s,
-            "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{v:.0}</text>",
-            left - 4.0,
-            sy(v) + 4.0
-        );
-    }
-    let _ = writeln!(
-        s,
-        "<line x1=\"{left}\" y1=\"{y:.1}\" x2=\"{}\" y2=\"{y:.1}\" stroke=\"gray\" stroke-dasharray=\"4 3\"/>\n\
-         <text x=\"{}\" y=\"{:.1}\">goal {GOAL:.0} B</text>",
-        w - right,
-        w - right + 6.0,
-        sy(GOAL) + 4.0,
-        y = sy(GOAL),
-    );
-    for (i, (name, color, value)) in series.iter().enumerate() {
-        let points: Vec<String> = rows
-            .iter()
-            .zip(&xs)
-            .filter(|(r, _)| value(r).is_finite())
-            .map(|(r, x)| format!("{:.1},{:.1}", sx(*x), sy(value(r))))
-            .collect();
-        if points.is_empty() {
-            continue;
-        }
-        let _ = writeln!(
-            s,
-            "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>",
-            points.join(" ")
-        );
-        for p in &points {
-            let (px, py) = p.split_once(',').unwrap_or(("0", "0"));
-            let _ = writeln!(
-                s,
-                "<circle cx=\"{px}\" cy=\"{py}\" r=\"3\" fill=\"{color}\"/>"
-            );
-        }
-        let ly = top + 20.0 + 16.0 * i as f64;
-        let _ = writeln!(
-            s,
-            "<line x1=\"{}\" y1=\"{ly}\" x2=\"{}\" y2=\"{ly}\" stroke=\"{color}\" stroke-width=\"2\"/>\n\
-             <text x=\"{}\" y=\"{}\">{name}</text>",
-            w - right + 6.0,
-            w - right + 24.0,
-            w - right + 28.0,
-            ly + 4.0
-        );
-    }
-    s.push_str("</svg>\n");
-    s
 }

@@ -125,68 +125,6 @@ async fn ten_thousand_in_order(test: &str, batch_reads: bool) {
     c.close().await.unwrap();
 }
 
-/// Adaptive read batching switches ways mid-flight: a connection batches, and once its
-/// pipeline has been deep for 4 s it runs a 2 s trial that alternates batched and eager
-/// reads every 250 ms (`zk-client/src/driver/batching.rs`). A window of 1,000 writes and
-/// reads kept full for 7.5 s runs through that trial; every reply must still be the one
-/// its call asked for: each `set_data` the next version, each `get_data` the value just set.
-#[tokio::test]
-async fn replies_stay_in_order_through_a_read_batching_trial() {
-    use std::collections::VecDeque;
-    use std::time::{Duration, Instant};
-
-    const WINDOW: usize = 1_000;
-    const RUN_FOR: Duration = Duration::from_millis(7_500);
-    enum Want {
-        Version(i32),
-        Data(String),
-    }
-    type Reply = Pin<Box<dyn Future<Output = Result<Want, Error>> + Send>>;
-
-    let c = setup("pipeline_trial", zk_client::DEFAULT_MAX_OUTSTANDING).await;
-    let started = Instant::now();
-    let mut in_flight: VecDeque<(Want, Reply)> = VecDeque::with_capacity(WINDOW + 2);
-    let (mut version, mut checked) = (0i32, 0usize);
-    within("7.5 s of a full window", async {
-        loop {
-            let issuing = started.elapsed() < RUN_FOR;
-            while issuing && in_flight.len() < WINDOW {
-                version += 1;
-                let value = version.to_string();
-                let set = c.set_data("/k0", value.as_bytes(), None);
-                in_flight.push_back((
-                    Want::Version(version),
-                    Box::pin(async move { set.await.map(|stat| Want::Version(stat.version)) }),
-                ));
-                let get = c.get_data("/k0");
-                in_flight.push_back((
-                    Want::Data(value),
-                    Box::pin(async move {
-                        get.await
-                            .map(|(data, _)| Want::Data(String::from_utf8_lossy(&data).into()))
-                    }),
-                ));
-            }
-            let Some((want, reply)) = in_flight.pop_front() else {
-                break;
-            };
-            match (want, reply.await.unwrap()) {
-                (Want::Version(w), Want::Version(got)) => assert_eq!(got, w, "set_data"),
-                (Want::Data(w), Want::Data(got)) => assert_eq!(got, w, "get_data"),
-                _ => unreachable!("each reply future yields its own kind"),
-            }
-            checked += 1;
-        }
-    })
-    .await;
-    assert!(
-        started.elapsed() >= RUN_FOR,
-        "the window was kept full for the whole run"
-    );
-    assert!(checked > 2 * WINDOW, "{checked} replies checked");
-    c.close().await.unwrap();
-}
-
 #[tokio::test]
 async fn a_small_window_queues_in_call_order() {
     let c = setup("pipeline_window", 4).await;

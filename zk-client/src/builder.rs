@@ -441,12 +441,11 @@ impl ClientBuilder {
     /// CPUs halt, one pipelined session ran 1.2-1.8x faster reading every reply as it
     /// arrives, because the ZooKeeper server's per-connection loop slowed while the client
     /// slept; on a busy machine, or with several sessions, batching was as fast (see
-    /// `bench/README.md`). So with `true` the client decides by measuring: a connection
-    /// starts batching; once its pipeline has been deep for 4 s it runs a 2 s trial (four
-    /// pairs of 250 ms slices, one of each way, the order alternating), batches unless the
-    /// median pair saw eager reading move at least 8 % more replies, and runs the trial again
-    /// after a stint of 4 s that doubles up to 32 s while the same way keeps winning. Bursts
-    /// shorter than 4 s are always batched. A new connection starts over.
+    /// `bench/README.md`). So with `true` the client decides by measuring: while the pipeline
+    /// stays deep it runs a 2 s trial (four pairs of 250 ms slices, one of each way, the
+    /// order alternating), batches unless the median pair saw eager reading move at least
+    /// 8 % more replies, and runs the trial again after a stint of 4 s that doubles up to
+    /// 32 s while the same way keeps winning. A new connection starts the trials over.
     ///
     /// With `false` the task never pauses: it wakes for every reply segment the server
     /// writes (for latency-sensitive deep pipelines that would rather spend the CPU than let

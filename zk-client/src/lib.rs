@@ -66,9 +66,9 @@
 //! instead of once per reply segment. Client CPU per request drops several-fold (2-3 µs
 //! against 5-9 µs per `getData` in `bench/`), but on a machine whose idle CPUs halt the
 //! server's own loop slows while the client sleeps, and one connection moved fewer requests.
-//! So the client measures: once a pipeline has stayed deep for 4 s it tries both ways in
-//! turns for 2 s, keeps batching unless reading every reply as it arrives moved at least 8 %
-//! more, and tries again after 4 to 32 s (see [`ClientBuilder::batch_reads`]). Shallower pipelines and
+//! So the client measures: while the pipeline stays deep it tries both ways in turns for
+//! 2 s, keeps batching unless reading every reply as it arrives moved at least 8 % more, and
+//! tries again after 4 to 32 s (see [`ClientBuilder::batch_reads`]). Shallower pipelines and
 //! sequential calls never wait; no reply waits longer than ~2 ms.
 //!
 //! ```text

@@ -23,10 +23,7 @@
 //! windows in `bench/` runs. A tie goes to batching, the cheaper way. Slices are long
 //! ([`SLICE`]): in short ones the machine had not settled into the way being measured.
 //!
-//! **Stints.** A connection starts batching, and the first trial comes after [`FIRST_STINT`]
-//! of deep pipeline: a burst shorter than that (a cache's initial load, a batch of writes)
-//! never pays for the losing half of a trial. The winner of a trial then runs for a stint,
-//! after which the trial runs again: the stint
+//! **Stints.** The winner then runs for a stint, after which the trials run again: the stint
 //! starts at [`FIRST_STINT`] and doubles while the same way keeps winning, up to
 //! [`LONGEST_STINT`], so a steady load pays for the losing half of the trials
 //! (`PAIRS * SLICE`) less and less often, and a changed machine is noticed within that time.
@@ -93,20 +90,11 @@ enum Phase {
         replies: u64,
         rates: [f64; SLICES],
     },
-    /// Running `way` until `until` (`None`: [`FIRST_STINT`] from the next deep read).
-    Stint { way: Way, until: Option<Instant> },
+    /// Running the winner until `until`.
+    Stint { way: Way, until: Instant },
 }
 
 impl Phase {
-    /// Where a connection starts: batching, for [`FIRST_STINT`] of deep pipeline before the
-    /// first trial, so that short bursts never pay for a trial.
-    fn start() -> Self {
-        Phase::Stint {
-            way: Way::Batched,
-            until: None,
-        }
-    }
-
     fn new_trial() -> Self {
         Phase::Trial {
             slice: 0,
@@ -130,21 +118,19 @@ pub(crate) struct ReadBatching {
 }
 
 impl ReadBatching {
-    /// A controller that starts batching (the first trial comes after [`FIRST_STINT`] of
-    /// deep pipeline); `enabled: false` never pauses.
+    /// A controller that starts with a trial; `enabled: false` never pauses.
     pub(crate) fn new(enabled: bool) -> Self {
         Self {
             enabled,
-            phase: Phase::start(),
+            phase: Phase::new_trial(),
             stint: FIRST_STINT,
             last: None,
         }
     }
 
-    /// A new connection: back to the start (batching, the first trial after [`FIRST_STINT`]
-    /// of deep pipeline).
+    /// A new connection: the trials start over with the shortest stint.
     pub(crate) fn reset(&mut self) {
-        self.phase = Phase::start();
+        self.phase = Phase::new_trial();
         self.stint = FIRST_STINT;
         self.last = None;
     }
@@ -215,13 +201,7 @@ impl ReadBatching {
                     }
                 }
             },
-            Phase::Stint { way, until: None } if deep => Phase::Stint {
-                way,
-                until: Some(now + FIRST_STINT),
-            },
-            Phase::Stint {
-                until: Some(until), ..
-            } if now >= until => Phase::new_trial(),
+            Phase::Stint { until, .. } if now >= until => Phase::new_trial(),
             stint @ Phase::Stint { .. } => stint,
         };
         deep && self.way() == Way::Batched
@@ -248,7 +228,7 @@ impl ReadBatching {
         );
         Phase::Stint {
             way: winner,
-            until: Some(now + self.stint),
+            until: now + self.stint,
         }
     }
 }
@@ -312,13 +292,6 @@ mod tests {
         now
     }
 
-    /// A controller at the start of a trial (past the first stint).
-    fn trialling() -> ReadBatching {
-        let mut b = ReadBatching::new(true);
-        b.phase = Phase::new_trial();
-        b
-    }
-
     fn fixed(batched: u64, eager: u64) -> impl FnMut(Way, Instant) -> u64 {
         move |way, _| match way {
             Way::Batched => batched,
@@ -338,26 +311,16 @@ mod tests {
     }
 
     #[test]
-    fn shallow_pipelines_never_pause_or_start_the_clock() {
+    fn shallow_pipelines_never_pause() {
         let mut b = ReadBatching::new(true);
         let t = Instant::now();
-        for i in 0..10_000u32 {
+        for i in 0..3_000u32 {
             assert!(!b.after_read(t + MS * i, 5, DEEP_PIPELINE - 1));
         }
-        assert_eq!(b.phase, Phase::start(), "nothing was measured");
-    }
-
-    #[test]
-    fn a_connection_batches_until_its_first_stint_of_deep_pipeline_is_over() {
-        let mut b = ReadBatching::new(true);
-        let t = Instant::now();
-        // A deep burst shorter than the first stint: batched throughout, no trial.
-        let t = machine(&mut b, t, FIRST_STINT - 10 * MS, fixed(20, 30));
-        assert_eq!(b.way(), Way::Batched);
-        assert!(matches!(b.phase, Phase::Stint { .. }));
-        // Past it, the trial runs, and here eager wins it.
-        let _ = machine(&mut b, t, 20 * MS + TRIAL, fixed(20, 30));
-        assert_eq!(b.way(), Way::Eager);
+        assert!(
+            matches!(b.phase, Phase::Trial { slice: 0, .. }),
+            "nothing was measured"
+        );
     }
 
     #[test]
@@ -372,7 +335,7 @@ mod tests {
 
     #[test]
     fn batched_slices_pause_and_eager_ones_do_not() {
-        let mut b = trialling();
+        let mut b = ReadBatching::new(true);
         let t = Instant::now();
         assert!(b.after_read(t, 20, DEEP), "slice 0 is batched");
         assert!(!b.after_read(t + SLICE, 20, DEEP), "slice 1 is eager");
@@ -382,7 +345,7 @@ mod tests {
 
     #[test]
     fn eager_wins_where_it_moves_more_and_batching_is_retried_later() {
-        let mut b = trialling();
+        let mut b = ReadBatching::new(true);
         // Eager moves 30 % more.
         let t = machine(&mut b, Instant::now(), TRIAL + 10 * MS, fixed(20, 26));
         assert_eq!(b.way(), Way::Eager);
@@ -401,7 +364,7 @@ mod tests {
     #[test]
     fn a_tie_or_a_small_gain_keeps_batching() {
         for eager in [20, 21] {
-            let mut b = trialling();
+            let mut b = ReadBatching::new(true);
             let _ = machine(&mut b, Instant::now(), 3 * TRIAL, fixed(20, eager));
             assert_eq!(
                 b.way(),
@@ -416,7 +379,7 @@ mod tests {
         // Both ways equal, but the machine speeds up 3x over the trial: the later slice of
         // a pair sees more. Alternating the order keeps the median at a tie.
         let start = Instant::now();
-        let mut b = trialling();
+        let mut b = ReadBatching::new(true);
         let drift = move |_: Way, now: Instant| {
             let ms = now.saturating_duration_since(start).as_millis() as u64;
             10 + ms / 100
@@ -431,7 +394,7 @@ mod tests {
         // Batching is as fast as eager, but one batched slice stalls (the machine paused the
         // VM, say) and moves nothing: that pair alone cannot make eager win.
         let start = Instant::now();
-        let mut b = trialling();
+        let mut b = ReadBatching::new(true);
         let stall = move |way: Way, now: Instant| {
             let slice = now.saturating_duration_since(start).as_millis() / 250;
             match way {
@@ -448,7 +411,7 @@ mod tests {
         // Eager is 40 % faster, but one pair sees a burst in its batched slice (a
         // neighbour's load going away, say): the median over the pairs still picks eager.
         let start = Instant::now();
-        let mut b = trialling();
+        let mut b = ReadBatching::new(true);
         let noisy = move |way: Way, now: Instant| {
             let pair = now.saturating_duration_since(start).as_millis() / 500;
             match way {
@@ -463,7 +426,7 @@ mod tests {
 
     #[test]
     fn settled_stints_double_up_to_the_longest() {
-        let mut b = trialling();
+        let mut b = ReadBatching::new(true);
         let mut now = Instant::now();
         let mut trials = 0;
         let mut was_trial = false;
@@ -479,13 +442,13 @@ mod tests {
             now += MS;
         }
         // The first trial, then after 4, 8, 16 and every 32 s (2 s trials in between).
-        assert!((7..=9).contains(&trials), "{trials} trials in 200 s");
+        assert!((8..=10).contains(&trials), "{trials} trials in 200 s");
         assert_eq!(b.stint, LONGEST_STINT);
     }
 
     #[test]
     fn a_shallow_read_restarts_the_running_slice() {
-        let mut b = trialling();
+        let mut b = ReadBatching::new(true);
         let t = Instant::now();
         // 200 ms of the first (batched) slice at a very low rate, then the caller goes quiet.
         let t = machine(&mut b, t, 200 * MS, fixed(1, 1));
@@ -497,12 +460,11 @@ mod tests {
 
     #[test]
     fn reset_starts_the_trials_over() {
-        let mut b = trialling();
+        let mut b = ReadBatching::new(true);
         let _ = machine(&mut b, Instant::now(), TRIAL + 10 * MS, fixed(20, 30));
         assert_eq!(b.way(), Way::Eager);
         b.reset();
-        assert_eq!(b.phase, Phase::start());
-        assert_eq!(b.way(), Way::Batched);
+        assert!(matches!(b.phase, Phase::Trial { slice: 0, .. }));
         assert_eq!(b.stint, FIRST_STINT);
     }
 }

@@ -427,29 +427,22 @@ impl ClientBuilder {
         self
     }
 
-    /// Whether a deeply pipelined connection may read its replies in batches (default:
-    /// true, adaptively).
+    /// Whether a deeply pipelined connection reads its replies in batches (default: true).
     ///
-    /// A batched read pauses the connection task for one to two milliseconds (tokio's timer
-    /// counts in whole milliseconds) after a read that leaves at least 64 requests in flight,
-    /// then takes every reply that arrived meanwhile in one read and sends every request
-    /// those replies freed in one write: ~2-3 µs of client CPU per call instead of ~5-9 µs.
-    /// Sequential calls and shallow pipelines are never delayed, and no reply waits longer
-    /// than that pause.
+    /// With `true`, after a read that leaves at least 64 requests in flight, the connection
+    /// task stops watching the socket for one to two milliseconds (tokio's timer counts in
+    /// whole milliseconds) and then takes every reply that arrived meanwhile in one read,
+    /// and sends every request those replies freed in one write. Sequential calls and
+    /// shallow pipelines are never delayed, and no reply waits longer than that pause.
     ///
-    /// Whether batching also keeps the rate depends on the machine: on a 2-vCPU VM whose idle
-    /// CPUs halt, one pipelined session ran 1.2-1.8x faster reading every reply as it
-    /// arrives, because the ZooKeeper server's per-connection loop slowed while the client
-    /// slept; on a busy machine, or with several sessions, batching was as fast (see
-    /// `bench/README.md`). So with `true` the client decides by measuring: while the pipeline
-    /// stays deep it runs a 2 s trial (four pairs of 250 ms slices, one of each way, the
-    /// order alternating), batches unless the median pair saw eager reading move at least
-    /// 8 % more replies, and runs the trial again after a stint of 4 s that doubles up to
-    /// 32 s while the same way keeps winning. A new connection starts the trials over.
-    ///
-    /// With `false` the task never pauses: it wakes for every reply segment the server
-    /// writes (for latency-sensitive deep pipelines that would rather spend the CPU than let
-    /// a reply wait a millisecond during the batched trial).
+    /// With `false`, the task wakes for every reply segment the server writes. Measured on
+    /// a 2-vCPU VM with one pipelined session (1,000 `getData` in flight, server on the same
+    /// box; see `bench/README.md`): batching costs ~2-3 µs of client CPU per call against
+    /// ~8-9 µs without it, but the single connection ran 10-25 % slower, because that
+    /// ZooKeeper server's per-connection loop was slower while the client's CPU slept. On
+    /// a busy machine, or with several sessions, batching was as fast or faster. Choose
+    /// `false` for one session that must push the most requests per second through one
+    /// connection and can spend the CPU.
     ///
     /// ```no_run
     /// # async fn f() -> zk_client::Result<()> {

@@ -60,16 +60,15 @@
 //! [`max_outstanding`](ClientBuilder::max_outstanding) requests (default 1024) are on the
 //! wire; later calls wait in the client's queue, in order.
 //!
-//! Deep pipelines may be read in rounds: while 64 or more requests are in flight, the
-//! connection task can read all available replies, then sit out about a millisecond (its
+//! Deep pipelines are read in rounds: while 64 or more requests are in flight, the
+//! connection task reads all available replies, then sits out about a millisecond (its
 //! socket taken out of the reactor) before reading again, so it is woken once per round
 //! instead of once per reply segment. Client CPU per request drops several-fold (2-3 µs
-//! against 5-9 µs per `getData` in `bench/`), but on a machine whose idle CPUs halt the
-//! server's own loop slows while the client sleeps, and one connection moved fewer requests.
-//! So the client measures: while the pipeline stays deep it tries both ways in turns for
-//! 2 s, keeps batching unless reading every reply as it arrives moved at least 8 % more, and
-//! tries again after 4 to 32 s (see [`ClientBuilder::batch_reads`]). Shallower pipelines and
-//! sequential calls never wait; no reply waits longer than ~2 ms.
+//! against 8-9 µs per `getData` in `bench/`); replies may arrive up to ~2 ms later in that
+//! regime. Shallower pipelines and sequential calls never wait. On an idle VM whose vCPUs
+//! halt when idle, one connection's rate was measured 10-25 % lower this way, because the
+//! server's own loop slows while the client sleeps; [`ClientBuilder::batch_reads`]`(false)`
+//! reads every reply as it arrives instead.
 //!
 //! ```text
 //! caller   get(a) get(b) set(c)                 ...await a ...await b ...await c

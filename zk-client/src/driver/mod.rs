@@ -14,7 +14,6 @@
 //! 64 KiB chunks and every complete frame in a chunk is handled before the next poll.
 
 mod attempt;
-mod batching;
 #[cfg(feature = "sasl-gssapi")]
 mod kerberos;
 mod probe;
@@ -48,7 +47,6 @@ use crate::command::Command;
 use crate::hosts::{HostList, MAX_BACKOFF};
 use crate::session::{Disconnect, Session};
 use crate::state::{SessionInfo, SessionState};
-use batching::{ReadBatching, READ_DEFER};
 use probe::{probe_read_write, ProbeSchedule};
 use transport::{write_now, Connector, Endpoint, TcpConnector, TlsFailure, Transport};
 
@@ -57,6 +55,16 @@ const READ_BUF: usize = 64 * 1024;
 const MIN_READ_SPACE: usize = 8 * 1024;
 /// Most commands taken from the channel before the socket is looked at again.
 const MAX_DRAIN: usize = 4096;
+/// With at least this many requests in flight after a read (and `batch_reads` on), the
+/// connection pauses for [`READ_DEFER`] with its socket deregistered from the reactor: the
+/// task is no longer woken by every reply segment the server writes, each wake-up handles
+/// tens of replies and the requests they free go out in one write (~2-3 µs of CPU per call
+/// instead of ~8-9 µs). The server has plenty queued meanwhile, but on an idle VM its
+/// per-connection loop was measured 10-25 % slower while the client slept (see
+/// `bench/README.md`), hence the builder switch. Tokio's timer makes the pause 1-2 ms.
+/// Shallow pipelines (sequential calls, a few concurrent callers) never pause.
+const DEEP_PIPELINE: usize = 64;
+const READ_DEFER: Duration = Duration::from_millis(1);
 /// The inputs [`Driver::wait`] polls: the stream, the commands, the timer, the probe.
 const INPUTS: usize = 4;
 /// Longest pause between attempts to reach a server while closing a given-up session: the
@@ -80,8 +88,7 @@ pub(crate) fn now() -> Instant {
 pub(crate) struct DriverConfig {
     /// Largest frame accepted from the server.
     pub(crate) max_frame_len: usize,
-    /// Let deep pipelines read in batches where that costs no throughput (see
-    /// [`batching`] and `ClientBuilder::batch_reads`).
+    /// Pause reading deep pipelines for [`READ_DEFER`] (see `ClientBuilder::batch_reads`).
     pub(crate) batch_reads: bool,
     /// The session timeout when the builder set no connect timeout: the default one is
     /// derived per attempt from it and the addresses last resolved.
@@ -119,8 +126,6 @@ pub(crate) struct Driver<C: Connector = TcpConnector> {
     last_host: Option<String>,
     /// A host-list update asked the client to leave its server.
     rebalance: bool,
-    /// Whether a deep pipeline pauses after a read (adaptive, see [`batching`]).
-    batching: ReadBatching,
 }
 
 /// One connection: its stream (taken out while parked), buffers, and what the loop knows.
@@ -178,7 +183,6 @@ impl<C: Connector> Driver<C> {
             turn: 0,
             last_host: None,
             rebalance: false,
-            batching: ReadBatching::new(cfg.batch_reads),
         }
     }
 
@@ -235,7 +239,6 @@ impl<C: Connector> Driver<C> {
     /// Runs one connection until it drops or the session ends: one loop of named steps.
     async fn serve(&mut self, stream: C::Stream, deadline: Instant, index: usize, to: Endpoint) {
         self.session.handle_connected(now(), deadline);
-        self.batching.reset();
         let mut link = Link {
             stream: Some(stream),
             rbuf: BytesMut::with_capacity(READ_BUF),
@@ -384,10 +387,8 @@ impl<C: Connector> Driver<C> {
             Input::Read(Ok(0)) => Err(Disconnect::Closed),
             Input::Read(Ok(n)) => {
                 crate::metrics::bytes_received(n);
-                let replies = self.on_read(&mut link.rbuf)?;
-                link.pause = self
-                    .batching
-                    .after_read(now(), replies, self.session.in_flight());
+                self.on_read(&mut link.rbuf)?;
+                link.pause = self.cfg.batch_reads && self.session.in_flight() >= DEEP_PIPELINE;
                 Ok(())
             }
             Input::Command(cmd) => {
@@ -470,15 +471,11 @@ impl<C: Connector> Driver<C> {
         }
     }
 
-    fn on_read(&mut self, rbuf: &mut BytesMut) -> Result<u64, Disconnect> {
+    fn on_read(&mut self, rbuf: &mut BytesMut) -> Result<(), Disconnect> {
         let now = now();
-        let mut frames = 0;
         while !self.session.is_done() {
             match decode_frame(rbuf, self.cfg.max_frame_len) {
-                Ok(Some(frame)) => {
-                    frames += 1;
-                    self.session.handle_frame(frame, now)?;
-                }
+                Ok(Some(frame)) => self.session.handle_frame(frame, now)?,
                 Ok(None) => break,
                 Err(e) => return Err(Disconnect::Protocol(e)),
             }
@@ -486,7 +483,7 @@ impl<C: Connector> Driver<C> {
         if rbuf.capacity() - rbuf.len() < MIN_READ_SPACE {
             rbuf.reserve(READ_BUF);
         }
-        Ok(frames)
+        Ok(())
     }
 
     fn on_command(&mut self, cmd: Option<Command>) {

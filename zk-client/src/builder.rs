@@ -301,10 +301,16 @@ impl ClientBuilder {
     }
 
     /// Largest frame accepted from the server (default
-    /// [`zk_proto::DEFAULT_MAX_FRAME_LEN`], 4 MiB, the newer Java clients' default). A larger
-    /// frame is a protocol error that drops the connection. The default reads any node the
-    /// default server accepts (up to its 1 MiB `jute.maxbuffer` of data plus the reply's
-    /// header and stat) and child listings up to 4 MiB.
+    /// [`zk_proto::DEFAULT_MAX_FRAME_LEN`], 4 MiB, the newer Java clients' default). The
+    /// default reads any node the default server accepts (up to its 1 MiB `jute.maxbuffer` of
+    /// data plus the reply's header and stat) and child listings up to 4 MiB.
+    ///
+    /// A longer reply to a call that sets no watch fails that call alone with
+    /// [`Error::ReplyTooLarge`](crate::Error::ReplyTooLarge): the reply is passed over as it
+    /// arrives, never buffered, and the connection carries on (the Java client drops the
+    /// connection instead). Any other longer frame (a notification, a reply to a call that
+    /// sets a watch, the handshake's answer) is a protocol error that drops the connection:
+    /// skipping it would lose an event or leave a watch the client does not know of.
     pub fn max_frame_len(mut self, len: usize) -> Self {
         self.max_frame_len = len;
         self

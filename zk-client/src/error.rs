@@ -72,6 +72,21 @@ pub enum Error {
         /// The configured limit.
         max: usize,
     },
+    /// The reply to this call was longer than the client reads
+    /// ([`ClientBuilder::max_frame_len`](crate::ClientBuilder::max_frame_len)): a `getData` of
+    /// a node larger than that, a child listing or a `multiRead` reply over it. The reply was
+    /// passed over as it arrived, without being buffered, and the connection and every other
+    /// call carry on. The call itself may have been applied (a read was read; watches are
+    /// never left by such a call: one that set a watch drops the connection instead, see
+    /// the builder). Not [retryable](Error::is_retryable): the same read gets the same
+    /// reply; raise the limit or read less (fewer ops in a `multi_read`).
+    #[error("reply of {len} bytes is longer than the client reads ({max} bytes)")]
+    ReplyTooLarge {
+        /// The reply's declared length (after its length prefix).
+        len: usize,
+        /// The configured limit.
+        max: usize,
+    },
     /// The server drops the connection whenever it receives this request, so it was refused
     /// locally and nothing was sent.
     ///

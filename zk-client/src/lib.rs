@@ -149,7 +149,9 @@
 //! server drop the connection and fail every call in flight; the client fails that call alone
 //! with [`Error::RequestTooLarge`] and sends nothing ([`ClientBuilder::max_request_len`]).
 //! Replies up to 4 MiB are read ([`ClientBuilder::max_frame_len`]), which covers the largest
-//! node the default server stores. Replies with bytes after the fields this client knows
+//! node the default server stores; a longer reply to a call that sets no watch fails that
+//! call alone with [`Error::ReplyTooLarge`] (a `multi_read` of too much, say) and the
+//! connection carries on. Replies with bytes after the fields this client knows
 //! (newer servers append fields) are accepted, as the Java client does.
 //!
 //! # Watches

@@ -1,9 +1,11 @@
 //! zk-client against a real server: size limits that match the server's, and a slow reader of
 //! a persistent watch.
 
+use std::time::Duration;
+
 use integration_tests::prelude::*;
 use integration_tests::ZkTarget;
-use zk_client::{AddWatchMode, Client, CreateOptions, Error, EventType, SessionState};
+use zk_client::{AddWatchMode, Client, CreateOptions, Error, EventType, ReadOp, SessionState};
 
 /// The server's default `jute.maxbuffer`.
 const SERVER_MAX: usize = zk_proto::SERVER_MAX_BUFFER;
@@ -44,6 +46,71 @@ async fn a_request_over_the_servers_buffer_fails_alone_and_nothing_else_does() {
     }
     assert_eq!(c.state(), SessionState::Connected);
     assert_eq!(c.session_id(), session, "same session, never disconnected");
+}
+
+#[tokio::test]
+async fn a_reply_over_max_frame_len_fails_alone_and_the_connection_carries_on() {
+    let TestRoot { server, root, .. } = test_root("limits_reply").await;
+    let c = Client::builder(&server.hosts(&root))
+        .max_frame_len(64 * 1024)
+        .connect()
+        .await
+        .unwrap();
+    c.create("/small", b"small", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    for i in 0..3 {
+        c.create(
+            &format!("/big{i}"),
+            &vec![b'b'; 30_000],
+            &CreateOptions::persistent(),
+        )
+        .await
+        .unwrap();
+    }
+    let session = c.session_id();
+    let mut states = c.watch();
+    let ops: Vec<_> = (0..3)
+        .map(|i| ReadOp::get_data(&format!("/big{i}")))
+        .collect();
+    // Pipelined around the oversized reply: the calls before and after it are answered.
+    let before: Vec<_> = (0..4).map(|_| c.get_data("/small")).collect();
+    let all = c.multi_read(&ops);
+    let two = c.multi_read(&ops[..2]);
+    let after: Vec<_> = (0..4).map(|_| c.get_data("/small")).collect();
+    match within("multi_read of 90 kB", all).await {
+        Err(Error::ReplyTooLarge { len, max }) => {
+            assert_eq!(max, 64 * 1024);
+            assert!(len > 90_000, "{len}");
+        }
+        other => panic!("expected ReplyTooLarge, got {other:?}"),
+    }
+    assert_eq!(within("multi_read of 60 kB", two).await.unwrap().len(), 2);
+    for call in before.into_iter().chain(after) {
+        let (data, _) = within("get_data", call).await.unwrap();
+        assert_eq!(&data[..], b"small");
+    }
+    // The connection never dropped.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(50), states.changed())
+            .await
+            .is_err(),
+        "no state change: {:?}",
+        states.current()
+    );
+    assert_eq!(c.session_id(), session);
+    // A watch-setting call's oversized reply cannot be passed over (the server left a watch
+    // the client would not know of): that one still drops the connection, and the session
+    // resumes.
+    c.set_data("/big0", &vec![b'b'; 70_000], None)
+        .await
+        .unwrap();
+    assert!(matches!(
+        within("get_data_watch of 70 kB", c.get_data_watch("/big0")).await,
+        Err(Error::ConnectionLoss)
+    ));
+    c.wait_connected(Duration::from_secs(20)).await.unwrap();
+    assert_eq!(c.session_id(), session, "same session");
 }
 
 #[tokio::test]

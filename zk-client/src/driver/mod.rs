@@ -41,7 +41,8 @@ use tokio::io::AsyncWrite;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::time::{sleep, Sleep};
 use tracing::debug;
-use zk_proto::frame::decode_frame;
+use zk_proto::frame::{FrameReader, Inbound};
+use zk_proto::REPLY_HEADER_LEN;
 
 use crate::command::Command;
 use crate::hosts::{HostList, MAX_BACKOFF};
@@ -132,6 +133,8 @@ pub(crate) struct Driver<C: Connector = TcpConnector> {
 struct Link<S> {
     stream: Option<S>,
     rbuf: BytesMut,
+    /// Cuts frames off `rbuf`, passing over replies longer than `max_frame_len`.
+    frames: FrameReader,
     wbuf: Bytes,
     /// Written bytes wait in the transport for a flush (see `Transport::needs_flush`).
     unflushed: bool,
@@ -242,6 +245,7 @@ impl<C: Connector> Driver<C> {
         let mut link = Link {
             stream: Some(stream),
             rbuf: BytesMut::with_capacity(READ_BUF),
+            frames: FrameReader::new(self.cfg.max_frame_len, REPLY_HEADER_LEN),
             wbuf: Bytes::new(),
             unflushed: false,
             pause: false,
@@ -387,7 +391,7 @@ impl<C: Connector> Driver<C> {
             Input::Read(Ok(0)) => Err(Disconnect::Closed),
             Input::Read(Ok(n)) => {
                 crate::metrics::bytes_received(n);
-                self.on_read(&mut link.rbuf)?;
+                self.on_read(&mut link.rbuf, &mut link.frames)?;
                 link.pause = self.cfg.batch_reads && self.session.in_flight() >= DEEP_PIPELINE;
                 Ok(())
             }
@@ -471,11 +475,15 @@ impl<C: Connector> Driver<C> {
         }
     }
 
-    fn on_read(&mut self, rbuf: &mut BytesMut) -> Result<(), Disconnect> {
+    fn on_read(&mut self, rbuf: &mut BytesMut, frames: &mut FrameReader) -> Result<(), Disconnect> {
         let now = now();
         while !self.session.is_done() {
-            match decode_frame(rbuf, self.cfg.max_frame_len) {
-                Ok(Some(frame)) => self.session.handle_frame(frame, now)?,
+            match frames.next(rbuf) {
+                Ok(Some(Inbound::Frame(frame))) => self.session.handle_frame(frame, now)?,
+                Ok(Some(Inbound::Oversized { head, len })) => {
+                    self.session
+                        .handle_oversized(head, len, frames.max(), now)?;
+                }
                 Ok(None) => break,
                 Err(e) => return Err(Disconnect::Protocol(e)),
             }

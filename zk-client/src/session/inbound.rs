@@ -32,6 +32,54 @@ impl Session {
         }
     }
 
+    /// A frame longer than the client reads, of which the driver kept the `head` (a reply
+    /// header) and passes over the rest. The reply to the oldest call in flight, when that
+    /// call sets no watch, fails that call alone with `ReplyTooLarge`; anything else (a
+    /// notification, a watch-setting call's reply, a frame before the session is up) cannot
+    /// be dropped without losing what it says, and ends the connection as before.
+    pub(crate) fn handle_oversized(
+        &mut self,
+        mut head: Bytes,
+        len: usize,
+        max: usize,
+        now: Instant,
+    ) -> Result<(), Disconnect> {
+        let too_large = Disconnect::Protocol(zk_proto::DecodeError::FrameTooLarge {
+            len: i64::try_from(len).unwrap_or(i64::MAX),
+            max,
+        });
+        if !matches!(self.phase, Phase::Connected { .. }) {
+            return Err(too_large);
+        }
+        let header = ReplyHeader::decode(&mut head).map_err(|_| too_large.clone())?;
+        let droppable = self.pending.front().is_some_and(|f| {
+            f.xid == header.xid && f.watch.is_none() && f.op != OpCode::CloseSession
+        });
+        if header.xid <= 0 || !droppable {
+            return Err(too_large);
+        }
+        self.last_recv = now;
+        self.last_heard = Some(now);
+        self.events.frame_received();
+        let inflight = self
+            .pending
+            .pop_matching(header.xid)
+            .map_err(|_| too_large)?;
+        if header.zxid > 0 {
+            self.last_zxid = header.zxid;
+        }
+        warn!(
+            len,
+            max,
+            op = ?inflight.op,
+            "reply longer than max_frame_len: passed over, the call fails alone"
+        );
+        self.events
+            .reply(inflight.reply, Err(Error::ReplyTooLarge { len, max }));
+        self.fill_window(now);
+        Ok(())
+    }
+
     /// The handshake's answer: the session is gone, replaced, or (re)established, in which
     /// case the connection is primed.
     fn handle_connect_response(

@@ -55,6 +55,11 @@ impl PendingQueue {
         }
     }
 
+    /// The oldest request waiting for its reply.
+    pub(crate) fn front(&self) -> Option<&InFlight> {
+        self.queue.front()
+    }
+
     /// Whether the request with this xid is still waiting for its reply.
     pub(crate) fn contains(&self, xid: i32) -> bool {
         self.queue.iter().any(|f| f.xid == xid)

@@ -691,6 +691,43 @@ fn a_request_over_the_server_limit_fails_alone_and_sends_nothing() {
 }
 
 #[test]
+fn an_oversized_reply_fails_its_call_alone_and_anything_else_oversized_disconnects() {
+    use zk_proto::ReplyHeader;
+    let head = |xid: i32| {
+        encode(&ReplyHeader {
+            xid,
+            zxid: 7,
+            err: ErrorCode::Ok,
+        })
+    };
+    let mut f = connected();
+    f.sent();
+    let mut big = f.submit(OpCode::MultiRead, Bytes::new(), None);
+    let mut next = f.submit(OpCode::GetData, Bytes::new(), None);
+    assert_eq!(f.sent().len(), 2);
+    let now = f.now;
+    f.s.handle_oversized(head(1), 5_000_000, 4_194_304, now)
+        .unwrap();
+    f.pump();
+    assert!(matches!(
+        big.try_recv(),
+        Ok(Err(Error::ReplyTooLarge {
+            len: 5_000_000,
+            max: 4_194_304
+        }))
+    ));
+    f.reply(2, 8, ErrorCode::Ok, b"").unwrap();
+    assert!(next.try_recv().unwrap().is_ok());
+    // A notification, a reply out of order or to nothing: the connection ends.
+    for xid in [zk_proto::xid::NOTIFICATION, 9, 3] {
+        assert!(f
+            .s
+            .handle_oversized(head(xid), 5_000_000, 100, now)
+            .is_err());
+    }
+}
+
+#[test]
 fn the_request_timeout_fails_the_overdue_call_and_drops_the_connection() {
     let mut f = Fixture::new(SessionConfig {
         request_timeout: Some(Duration::from_secs(2)),

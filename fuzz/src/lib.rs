@@ -8,7 +8,7 @@
 use std::fmt::Debug;
 
 use bytes::{Bytes, BytesMut};
-use zk_proto::frame::decode_frame;
+use zk_proto::frame::{decode_frame, FrameReader, Inbound};
 use zk_proto::records::*;
 use zk_proto::{
     decode_exact, encode_to_bytes, Acl, ErrorCode, Id, Record, ReplyHeader, RequestHeader, Stat,
@@ -203,6 +203,29 @@ pub fn fuzz_frame(data: &[u8]) {
         }
     }
     assert!(total <= data.len());
+    // The reader that passes over oversized frames reads the same whether the bytes come at
+    // once or in pieces, and never buffers more than one maximal frame.
+    let chunk = usize::from(data.first().copied().unwrap_or(0) % 7) + 1;
+    assert_eq!(read_frames(&[data]), read_frames(&data.chunks(chunk).collect::<Vec<_>>()));
+}
+
+/// What a [`FrameReader`] hands out when fed `pieces` one after another (until an error).
+fn read_frames(pieces: &[&[u8]]) -> Vec<Inbound> {
+    let mut reader = FrameReader::new(FRAME_MAX, 16);
+    let mut buf = BytesMut::new();
+    let mut out = Vec::new();
+    for piece in pieces {
+        buf.extend_from_slice(piece);
+        for _ in 0..=buf.len() / 4 + 1 {
+            match reader.next(&mut buf) {
+                Ok(Some(got)) => out.push(got),
+                Ok(None) => break,
+                Err(_) => return out,
+            }
+        }
+        assert!(buf.len() <= piece.len() + 4 + FRAME_MAX + 16);
+    }
+    out
 }
 
 /// `reply` target: a `ReplyHeader` and then the selected response record (or the selected

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use zk_proto::records::{
-    EventType, GetChildrenRequest, GetChildrenResponse, GetDataRequest, GetDataResponse,
+    EventType, GetChildrenRequest, GetChildrenResponse, GetDataRequest, GetDataResponse, MultiOp,
+    MultiRequest, MultiResponse, MultiResult,
 };
 use zk_proto::{decode_exact, ErrorCode, OpCode, Record, ReplyHeader, Stat};
 use zk_recipes::cache::{Cache, CacheEvent, CacheEvents, ChildData};
@@ -85,6 +86,26 @@ impl Fake {
         assert!(self.nodes.remove(path).is_some());
     }
 
+    fn get_data(&self, path: &str) -> Result<GetDataResponse, ErrorCode> {
+        match (self.nodes.get(path), self.stat(path)) {
+            (Some((data, _)), Some(stat)) => Ok(GetDataResponse {
+                data: data.clone(),
+                stat,
+            }),
+            _ => Err(ErrorCode::NoNode),
+        }
+    }
+
+    fn get_children(&self, path: &str) -> Result<GetChildrenResponse, ErrorCode> {
+        if self.nodes.contains_key(path) {
+            Ok(GetChildrenResponse {
+                children: self.children(path),
+            })
+        } else {
+            Err(ErrorCode::NoNode)
+        }
+    }
+
     /// The frame answering `req` from the tree as it is now.
     fn answer(&self, req: &Req, buf: &mut BytesMut) {
         let op = OpCode::try_from(req.op).unwrap();
@@ -94,25 +115,35 @@ impl Fake {
             }
             OpCode::GetData => {
                 let r: GetDataRequest = decode_exact(req.body.clone()).unwrap();
-                match (self.nodes.get(&r.path), self.stat(&r.path)) {
-                    (Some((data, _)), Some(stat)) => (
-                        ErrorCode::Ok,
-                        encode(&GetDataResponse {
-                            data: data.clone(),
-                            stat,
-                        }),
-                    ),
-                    _ => (ErrorCode::NoNode, Bytes::new()),
+                match self.get_data(&r.path) {
+                    Ok(resp) => (ErrorCode::Ok, encode(&resp)),
+                    Err(code) => (code, Bytes::new()),
                 }
             }
             OpCode::GetChildren => {
                 let r: GetChildrenRequest = decode_exact(req.body.clone()).unwrap();
-                if self.nodes.contains_key(&r.path) {
-                    let children = self.children(&r.path);
-                    (ErrorCode::Ok, encode(&GetChildrenResponse { children }))
-                } else {
-                    (ErrorCode::NoNode, Bytes::new())
+                match self.get_children(&r.path) {
+                    Ok(resp) => (ErrorCode::Ok, encode(&resp)),
+                    Err(code) => (code, Bytes::new()),
                 }
+            }
+            // Each read of a multiRead answered in turn, from the tree as it is now.
+            OpCode::MultiRead => {
+                let r: MultiRequest = decode_exact(req.body.clone()).unwrap();
+                let results = r
+                    .ops
+                    .iter()
+                    .map(|op| match op {
+                        MultiOp::GetData(r) => self
+                            .get_data(&r.path)
+                            .map_or_else(MultiResult::Error, MultiResult::GetData),
+                        MultiOp::GetChildren(r) => self
+                            .get_children(&r.path)
+                            .map_or_else(MultiResult::Error, MultiResult::GetChildren),
+                        other => panic!("a write in a multiRead: {other:?}"),
+                    })
+                    .collect();
+                (ErrorCode::Ok, encode(&MultiResponse { results }))
             }
             OpCode::RemoveWatches | OpCode::CheckWatches => (ErrorCode::Ok, Bytes::new()),
             OpCode::CloseSession => (ErrorCode::Ok, Bytes::new()),

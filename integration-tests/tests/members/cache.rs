@@ -8,7 +8,7 @@ use integration_tests::kit::cache::{
 };
 use integration_tests::prelude::*;
 use integration_tests::proxy::{Cut, Mode, Proxy};
-use integration_tests::{chroot, expire_session, fresh_standalone, probe, ZkTarget};
+use integration_tests::{chroot, expire_session, fresh_standalone, probe, Server, ZkTarget};
 use zk_client::{Client, CreateOptions, SessionManager, SessionState};
 use zk_recipes::cache::{Cache, CacheEvent, CacheState, ChildrenCache, NodeCache};
 
@@ -49,6 +49,81 @@ async fn make_tree(client: &Client) -> usize {
         }
     }
     n
+}
+
+/// `mntr`'s `zk_packets_received` on `server`: requests from every client, pings included.
+async fn packets_received(server: &Server) -> u64 {
+    let mntr = probe::four_letter_word(server.addr(), "mntr", SOON)
+        .await
+        .expect("mntr");
+    mntr.lines()
+        .find_map(|l| l.strip_prefix("zk_packets_received"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no zk_packets_received in mntr:\n{mntr}"))
+}
+
+#[tokio::test]
+async fn the_load_reads_many_nodes_to_a_request_and_a_reply_too_large_alone() {
+    // A server of its own: its packet count is this test's alone.
+    let server = fresh_standalone().await;
+    let root = chroot(&server, "cache_batched").await;
+    let hosts = server.hosts(&root);
+    let writer = connect(&hosts).await;
+    let mut nodes = make_tree(&writer).await;
+    // Five nodes of 900 kB: read together they make a reply over the 4 MiB frame limit.
+    let big = vec![b'x'; 900_000];
+    for i in 0..5 {
+        writer
+            .create_all(
+                &format!("/app/big/n{i}"),
+                &big,
+                &CreateOptions::persistent(),
+            )
+            .await
+            .unwrap();
+    }
+    nodes += 6;
+    let reader = connect(&hosts).await;
+    let session = reader.session_id();
+    let mut states = reader.watch();
+    let before = packets_received(&server).await;
+    let cache = Cache::builder("/app").build(reader.clone()).unwrap();
+    tokio::time::timeout(SOON, cache.ready())
+        .await
+        .unwrap()
+        .unwrap();
+    let requests = packets_received(&server).await - before;
+    assert_eq!(cache.len(), nodes);
+    assert_eq!(
+        diff(
+            &server_tree(&writer, "/app", None).await,
+            &cache_tree(&cache)
+        ),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        cache
+            .get("/app/big/n4")
+            .and_then(|n| n.data.map(|d| d.len())),
+        Some(900_000)
+    );
+    // One read per node and one listing per parent would be 124 requests; batched, the load
+    // takes a request or two per level, plus the too-large batch split in halves down to the
+    // big nodes (14 measured).
+    assert!(
+        requests < 25,
+        "{requests} requests to load {nodes} nodes (addWatch and the 4lw included)"
+    );
+    // The reply too large failed its request alone: the reader never lost its connection.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(50), states.changed())
+            .await
+            .is_err(),
+        "no state change: {:?}",
+        states.current()
+    );
+    assert_eq!(reader.session_id(), session);
+    cache.close().await.unwrap();
 }
 
 #[tokio::test]

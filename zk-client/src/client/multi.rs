@@ -12,6 +12,7 @@ use zk_proto::{decode_prefix, ErrorCode, OpCode, Record, Stat};
 use super::node::create_op;
 use super::{Client, CreateOptions};
 use crate::error::{Error, Result};
+use crate::event::{Arrival, Stamped};
 use crate::path::Chroot;
 use crate::profile::Feature;
 
@@ -367,6 +368,30 @@ impl Client {
         &self,
         ops: &[ReadOp],
     ) -> impl Future<Output = Result<Vec<ReadResult>>> + Send + 'static {
+        let read = self.multi_read_stamped(ops);
+        async move { read.await.result }
+    }
+
+    /// Like [`multi_read`](Self::multi_read), with where the reply arrived among this
+    /// client's replies and watch events ([`Stamped`], [`Arrival`](crate::Arrival)): all the
+    /// reads of one `multiRead` arrive at once, in one frame.
+    ///
+    /// ```no_run
+    /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
+    /// use zk_client::ReadOp;
+    /// let read = client.multi_read_stamped(&[ReadOp::get_data("/a")]).await;
+    /// println!("{} results in frame {}", read.result?.len(), read.arrival.get());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// In [`Stamped::result`]: as [`multi_read`](Self::multi_read). A path refused before
+    /// anything is sent (`InvalidPath`) is stamped `Arrival::default()`.
+    pub fn multi_read_stamped(
+        &self,
+        ops: &[ReadOp],
+    ) -> impl Future<Output = Stamped<Vec<ReadResult>>> + Send + 'static {
         let chroot = self.root();
         let expected = ops.len();
         let reply = ops
@@ -386,23 +411,30 @@ impl Client {
                 self.request(OpCode::MultiRead, body, None)
             });
         async move {
-            let resp: MultiResponse = decode_prefix(reply?.await?)?;
-            check_count(resp.results.len(), expected)?;
-            Ok(resp
-                .results
-                .into_iter()
-                .map(|r| match r {
-                    MultiResult::GetData(r) => ReadResult::Data {
-                        data: r.data,
-                        stat: r.stat,
-                    },
-                    MultiResult::GetChildren(r) => ReadResult::Children {
-                        children: r.children,
-                    },
-                    MultiResult::Error(code) => ReadResult::Error(code.into()),
-                    _ => ReadResult::Error(Error::Server(ErrorCode::MarshallingError)),
-                })
-                .collect())
+            let (arrival, body) = match reply {
+                Ok(reply) => reply.answer().await,
+                Err(err) => (Arrival::default(), Err(err)),
+            };
+            let result = body.and_then(|body| {
+                let resp: MultiResponse = decode_prefix(body)?;
+                check_count(resp.results.len(), expected)?;
+                Ok(resp
+                    .results
+                    .into_iter()
+                    .map(|r| match r {
+                        MultiResult::GetData(r) => ReadResult::Data {
+                            data: r.data,
+                            stat: r.stat,
+                        },
+                        MultiResult::GetChildren(r) => ReadResult::Children {
+                            children: r.children,
+                        },
+                        MultiResult::Error(code) => ReadResult::Error(code.into()),
+                        _ => ReadResult::Error(Error::Server(ErrorCode::MarshallingError)),
+                    })
+                    .collect())
+            });
+            Stamped::new(arrival, result)
         }
     }
 }

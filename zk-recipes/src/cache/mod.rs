@@ -88,6 +88,7 @@
 //! # Ok(()) }
 //! ```
 
+mod batch;
 mod builder;
 mod compressed;
 mod events;

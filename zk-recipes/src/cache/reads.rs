@@ -12,8 +12,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use zk_client::{Arrival, Bytes, Client, EventType, Stamped, Stat, Watcher};
+use zk_client::{Arrival, Bytes, Client, EventType, ReadResult, Stamped, Stat, Watcher};
 
+use super::batch::{Batching, Outcome};
 use super::one_shot::{OneShots, WatchKind};
 use super::zxid::{already_shown, merged_zxid};
 
@@ -55,6 +56,8 @@ pub(crate) struct Op {
     /// For a refresh asked by an event that carried a zxid (ZooKeeper 3.9+): that zxid. The
     /// refresh is not sent when the cached node already shows it (`zxid.rs`).
     pub(crate) after: Option<i64>,
+    /// Sent in a request of its own, never batched (its batch's reply was too large).
+    pub(crate) alone: bool,
 }
 
 /// A reply.
@@ -74,6 +77,14 @@ pub(crate) struct Answered {
 }
 
 type Pending = Pin<Box<dyn Future<Output = (Arrival, Reply, Option<Watcher>)> + Send>>;
+type BatchPending = Pin<Box<dyn Future<Output = Stamped<Vec<ReadResult>>> + Send>>;
+
+/// A request on the wire: one read, or a batch of them (`batch.rs`).
+enum Flight {
+    /// A read with whether it is the one arming its one-shot watch.
+    One(Op, Pending, bool),
+    Batch(Vec<Op>, BatchPending),
+}
 
 /// Reads queued and in flight.
 pub(crate) struct Reads {
@@ -83,21 +94,30 @@ pub(crate) struct Reads {
     /// Paths with an event refresh waiting in the backlog (a second one would read the same),
     /// with the merged zxid of the events that asked for it.
     queued_refresh: HashMap<String, Option<i64>>,
-    /// Each read with whether it is the one arming its one-shot watch.
-    in_flight: VecDeque<(Op, Pending, bool)>,
+    /// Requests on the wire, oldest first.
+    in_flight: VecDeque<Flight>,
+    /// Reads in `in_flight` (at most `window`).
+    in_flight_reads: usize,
+    /// Replies of a batch answered, not handed out yet (they share the batch's arrival).
+    answered: VecDeque<Answered>,
+    batching: Batching,
     /// Follows the tree with one-shot watches (no `addWatch` on the server): reads leave
     /// watches, whose events come out of here.
     one_shot: Option<OneShots>,
 }
 
 impl Reads {
-    pub(crate) fn new(client: Client, window: usize) -> Reads {
+    /// Reads on `client`, `window` at most on the wire, `batched` several to a request.
+    pub(crate) fn new(client: Client, window: usize, batched: bool) -> Reads {
         Reads {
             client,
             window: window.max(1),
             backlog: VecDeque::new(),
             queued_refresh: HashMap::new(),
             in_flight: VecDeque::new(),
+            in_flight_reads: 0,
+            answered: VecDeque::new(),
+            batching: Batching::new(batched),
             one_shot: None,
         }
     }
@@ -105,6 +125,7 @@ impl Reads {
     /// Reads from now on leave one-shot watches (see `one_shot.rs`).
     pub(crate) fn with_one_shot_watches(mut self) -> Reads {
         self.one_shot = Some(OneShots::default());
+        self.batching = Batching::new(false);
         self
     }
 
@@ -151,16 +172,57 @@ impl Reads {
     /// Sends queued reads while fewer than `window` are in flight. A refresh whose event's
     /// zxid the snapshot already shows (`cached`: the node's cached `Stat`) is dropped
     /// instead, unless it must re-arm the node's one-shot data watch (`order.rs`).
+    ///
+    /// While a batch's replies are being handed out, nothing is sent: the reads they lead to
+    /// gather in the backlog and go out together once the last is applied.
     pub(crate) fn fill(&mut self, cached: impl Fn(&str) -> Option<Stat>) {
-        while self.in_flight.len() < self.window {
-            let Some(mut op) = self.backlog.pop_front() else {
-                // A load's backlog (one entry per node) is not kept once worked off: about
-                // 45 B per cached node otherwise (bench/examples/cache_memory.rs).
-                if self.backlog.capacity() > BACKLOG_KEPT {
-                    self.backlog.shrink_to_fit();
+        if !self.answered.is_empty() {
+            return;
+        }
+        while self.in_flight_reads < self.window {
+            let limit = self.batching.limit(self.window - self.in_flight_reads);
+            if limit > 1 && self.in_flight_reads > 0 && self.backlog.len() < limit {
+                // Nagle's rule: a batch goes out full, or when nothing is on the wire; the
+                // replies on their way add reads to it meanwhile.
+                break;
+            }
+            let mut batch = Vec::new();
+            while batch.len() < limit {
+                let Some(op) = self.next_to_send(&cached) else {
+                    break;
+                };
+                if limit > 1 && Batching::batchable(&op) {
+                    batch.push(op);
+                    continue;
+                }
+                if batch.is_empty() {
+                    self.send_one(op);
+                } else {
+                    // Goes alone after this batch.
+                    self.backlog.push_front(op);
                 }
                 break;
-            };
+            }
+            match batch.len() {
+                0 if self.backlog.is_empty() => {
+                    // A load's backlog (one entry per node) is not kept once worked off:
+                    // about 45 B per cached node otherwise (bench/examples/cache_memory.rs).
+                    if self.backlog.capacity() > BACKLOG_KEPT {
+                        self.backlog.shrink_to_fit();
+                    }
+                    break;
+                }
+                0 => {}
+                _ => self.send_batch(batch),
+            }
+        }
+    }
+
+    /// The next queued read to send: a refresh whose event's zxid the snapshot already shows
+    /// (`cached`: the node's cached `Stat`) is dropped instead, unless it must re-arm the
+    /// node's one-shot data watch (`order.rs`).
+    fn next_to_send(&mut self, cached: &impl Fn(&str) -> Option<Stat>) -> Option<Op> {
+        while let Some(mut op) = self.backlog.pop_front() {
             if !op.walk && op.kind == Kind::Data {
                 if let Some(after) = self.queued_refresh.remove(&op.path) {
                     op.after = after;
@@ -169,9 +231,27 @@ impl Reads {
                     continue;
                 }
             }
-            let (pending, arming) = self.send(&op);
-            self.in_flight.push_back((op, pending, arming));
+            return Some(op);
         }
+        None
+    }
+
+    /// Sends `ops` in one `multiRead` (a single op as itself).
+    fn send_batch(&mut self, mut ops: Vec<Op>) {
+        if ops.len() == 1 {
+            let op = ops.pop().expect("one op");
+            self.send_one(op);
+            return;
+        }
+        let pending = Box::pin(self.client.multi_read_stamped(&Batching::request(&ops)));
+        self.in_flight_reads += ops.len();
+        self.in_flight.push_back(Flight::Batch(ops, pending));
+    }
+
+    fn send_one(&mut self, op: Op) {
+        let (pending, arming) = self.send(&op);
+        self.in_flight_reads += 1;
+        self.in_flight.push_back(Flight::One(op, pending, arming));
     }
 
     /// Whether the refresh `op` would read what the snapshot (`cached`) shows already, and
@@ -269,22 +349,68 @@ impl Reads {
 
     /// Polls the oldest read in flight (pending when there is none).
     pub(crate) fn poll_reply(&mut self, cx: &mut Context<'_>) -> Poll<Answered> {
-        let Some((_, pending, _)) = self.in_flight.front_mut() else {
-            return Poll::Pending;
-        };
-        let (arrival, reply, watcher) = std::task::ready!(pending.as_mut().poll(cx));
-        let (op, _, arming) = self
-            .in_flight
-            .pop_front()
-            .expect("the front was just polled");
-        if let (Some(w), true) = (self.one_shot.as_mut(), arming) {
-            let kind = op.kind.watch_kind();
-            match watcher {
-                Some(watcher) => w.follow(kind, op.path.clone(), watcher),
-                // The read failed: it left no watch.
-                None => w.disarm(kind, &op.path),
+        loop {
+            if let Some(answered) = self.answered.pop_front() {
+                return Poll::Ready(answered);
+            }
+            let Some(front) = self.in_flight.front_mut() else {
+                return Poll::Pending;
+            };
+            match front {
+                Flight::One(_, pending, _) => {
+                    let (arrival, reply, watcher) = std::task::ready!(pending.as_mut().poll(cx));
+                    let Some(Flight::One(op, _, arming)) = self.in_flight.pop_front() else {
+                        unreachable!("the front was just polled");
+                    };
+                    self.in_flight_reads -= 1;
+                    if let (Some(w), true) = (self.one_shot.as_mut(), arming) {
+                        let kind = op.kind.watch_kind();
+                        match watcher {
+                            Some(watcher) => w.follow(kind, op.path.clone(), watcher),
+                            // The read failed: it left no watch.
+                            None => w.disarm(kind, &op.path),
+                        }
+                    }
+                    return Poll::Ready(Answered { op, arrival, reply });
+                }
+                Flight::Batch(_, pending) => {
+                    let Stamped {
+                        arrival, result, ..
+                    } = std::task::ready!(pending.as_mut().poll(cx));
+                    let Some(Flight::Batch(ops, _)) = self.in_flight.pop_front() else {
+                        unreachable!("the front was just polled");
+                    };
+                    self.in_flight_reads -= ops.len();
+                    match self.batching.answer(&ops, result) {
+                        Outcome::Again if ops.len() > 1 && self.batching.limit(2) > 1 => {
+                            // A reply too large: each half goes again as a batch of its own,
+                            // down to single reads for the nodes too large to share one.
+                            let mut first = ops;
+                            let second = first.split_off(first.len() / 2);
+                            self.send_batch(first);
+                            self.send_batch(second);
+                        }
+                        Outcome::Replies(replies) => {
+                            self.answered.extend(
+                                ops.into_iter().zip(replies).map(|(op, reply)| Answered {
+                                    op,
+                                    arrival,
+                                    reply,
+                                }),
+                            );
+                        }
+                        Outcome::Again => {
+                            // Sent again at once, one to a request, in the window the batch
+                            // left. Their replies come after the requests sent since: each
+                            // is applied at its own arrival, which is all the order needs.
+                            for mut op in ops {
+                                op.alone = true;
+                                self.send_one(op);
+                            }
+                        }
+                    }
+                }
             }
         }
-        Poll::Ready(Answered { op, arrival, reply })
     }
 }

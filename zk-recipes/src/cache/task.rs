@@ -146,7 +146,10 @@ async fn session(
     if watcher.is_none() && !one_shot {
         return End::GaveUp;
     }
-    let reads = Reads::new(client.clone(), shared.opts.window);
+    // A persistent watch on a server with multiRead: reads go several to a request
+    // (`batch.rs`).
+    let batched = !one_shot && client.server_profile().supports(Feature::MultiRead);
+    let reads = Reads::new(client.clone(), shared.opts.window, batched);
     let mut sync = Sync {
         shared,
         reads: if one_shot {
@@ -267,6 +270,7 @@ impl Sync<'_> {
             pass: self.pass,
             walk: true,
             after: None,
+            alone: false,
         });
     }
 
@@ -302,6 +306,7 @@ impl Sync<'_> {
                     pass: self.pass,
                     walk: false,
                     after: zxid,
+                    alone: false,
                 };
                 if self.reads.is_redundant(&refresh, cached().as_ref()) {
                     trace!(path, ?zxid, "cache: the snapshot shows this change already");
@@ -348,6 +353,7 @@ impl Sync<'_> {
             pass: self.pass,
             walk: false,
             after: None,
+            alone: false,
         });
     }
 

@@ -44,3 +44,12 @@ where
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// The largest size a cost curve runs to: the number in the environment variable `var`
+/// (e.g. `ZK_SESSIONS_MAX=1000` for the long run), else `default` (the short run CI does).
+pub fn curve_max(var: &str, default: usize) -> usize {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}

@@ -19,7 +19,7 @@ pub mod session;
 pub mod tree;
 
 pub use java::JavaPeer;
-pub use limits::{eventually, within, within_for, LIMIT, LONG, SOON};
+pub use limits::{curve_max, eventually, within, within_for, LIMIT, LONG, SOON};
 pub use recipes::{
     enter, join, leaders, leads, participant_ids, wait_lock_state, TermLog, TermRecord,
 };

@@ -59,10 +59,7 @@ const SIZES: [(usize, &str); 5] = [
 
 /// The sizes to measure: up to 1,000 (CI), or up to `ZK_WATCHES_MAX`.
 fn sizes() -> Vec<(usize, &'static str)> {
-    let max = std::env::var("ZK_WATCHES_MAX")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or(1_000);
+    let max = curve_max("ZK_WATCHES_MAX", 1_000);
     SIZES.into_iter().filter(|(n, _)| *n <= max).collect()
 }
 

@@ -33,14 +33,8 @@ const RELEASES: usize = 2;
 
 /// The depths to measure: 1, 10, 100, and 1,000 when `ZK_LOCK_DEPTH_MAX` allows it.
 fn depths() -> Vec<usize> {
-    let max = std::env::var("ZK_LOCK_DEPTH_MAX")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or(100);
-    [1, 10, 100, 1_000]
-        .into_iter()
-        .filter(|d| *d <= max)
-        .collect()
+    let max = curve_max("ZK_LOCK_DEPTH_MAX", 100);
+    [1, 10, 100, 1_000].into_iter().filter(|n| *n <= max).collect()
 }
 
 /// What the cluster did during one window: server notifications, client listings, client

@@ -6,7 +6,13 @@
 //! A [`Cache`] sets **one** persistent recursive watch on its root (`addWatch`), whatever
 //! the size of the subtree, and only then loads the subtree, so no change is missed between
 //! the two. The load reads every node's data and the children of every node that has any,
-//! with up to [`DEFAULT_READ_WINDOW`] reads on the wire at once. After that, a
+//! with up to [`DEFAULT_READ_WINDOW`] reads on the wire at once. On a server with `multiRead`
+//! (ZooKeeper 3.6+, in the client's [`ServerProfile`](zk_client::ServerProfile)) the reads go
+//! up to 128 to a request, within a reply budget learnt from the sizes read: one request per
+//! hundred nodes instead of two per node, which makes a load of 10,000 nodes several times
+//! faster (`bench/cache-curve.md`). A batch whose reply would be longer than the client
+//! reads (`Error::ReplyTooLarge`: several nodes near 1 MiB) is split in halves and read again,
+//! down to single reads; nothing else notices. After that, a
 //! `NodeCreated`/`NodeDataChanged` event makes it read the node again, and `NodeDeleted`
 //! removes it (and anything cached below it). The snapshot ([`Cache::get`],
 //! [`Cache::children`], [`Cache::entries`]) is in memory and never waits for the network.

@@ -163,6 +163,7 @@ fn session_config(b: &ClientBuilder, hosts: usize) -> SessionConfig {
         reconnect_wait: b.reconnect_wait.unwrap_or(b.session_timeout),
         set_watches_batch: SET_WATCHES_BATCH_BYTES,
         max_request_len: b.max_request_len,
+        max_frame_len: b.max_frame_len,
         request_timeout: b.request_timeout,
         #[cfg(feature = "sasl")]
         sasl: b.sasl.clone(),

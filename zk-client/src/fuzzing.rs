@@ -47,6 +47,7 @@ fn config() -> SessionConfig {
         reconnect_wait: Duration::from_secs(6),
         set_watches_batch: 256,
         max_request_len: 4096,
+        max_frame_len: zk_proto::DEFAULT_MAX_FRAME_LEN,
         request_timeout: Some(Duration::from_secs(3)),
         #[cfg(feature = "sasl")]
         sasl: None,

@@ -96,7 +96,10 @@ const MAX_GROWTH: f64 = 1.5;
 /// The sizes to measure: 1, 10, 100, and 1,000 when `ZK_SESSIONS_MAX` allows it.
 fn sizes() -> Vec<usize> {
     let max = curve_max("ZK_SESSIONS_MAX", 100);
-    [1, 10, 100, 1_000].into_iter().filter(|n| *n <= max).collect()
+    [1, 10, 100, 1_000]
+        .into_iter()
+        .filter(|n| *n <= max)
+        .collect()
 }
 
 /// `ZK_SESSIONS_AGED=1`: kill the server only once every connection is older than its read

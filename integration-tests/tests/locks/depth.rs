@@ -34,7 +34,10 @@ const RELEASES: usize = 2;
 /// The depths to measure: 1, 10, 100, and 1,000 when `ZK_LOCK_DEPTH_MAX` allows it.
 fn depths() -> Vec<usize> {
     let max = curve_max("ZK_LOCK_DEPTH_MAX", 100);
-    [1, 10, 100, 1_000].into_iter().filter(|n| *n <= max).collect()
+    [1, 10, 100, 1_000]
+        .into_iter()
+        .filter(|n| *n <= max)
+        .collect()
 }
 
 /// What the cluster did during one window: server notifications, client listings, client

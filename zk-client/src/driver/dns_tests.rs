@@ -141,6 +141,7 @@ fn start(records: Vec<SocketAddr>, behaviours: &[(SocketAddr, Behaviour)]) -> Dn
         reconnect_wait: SESSION,
         set_watches_batch: SET_WATCHES_BATCH_BYTES,
         max_request_len: zk_proto::SERVER_MAX_BUFFER,
+        max_frame_len: zk_proto::DEFAULT_MAX_FRAME_LEN,
         request_timeout: None,
         #[cfg(feature = "sasl")]
         sasl: None,

@@ -74,8 +74,7 @@ impl Session {
             op = ?inflight.op,
             "reply longer than max_frame_len: passed over, the call fails alone"
         );
-        self.events
-            .reply(inflight.reply, Err(Error::ReplyTooLarge { len, max }));
+        inflight.fail(&Error::ReplyTooLarge { len, max }, &mut self.events);
         self.fill_window(now);
         Ok(())
     }
@@ -270,6 +269,10 @@ impl Session {
             self.terminate(SessionState::Closed);
             return;
         }
+        if !inflight.merged.is_empty() {
+            self.complete_merged(inflight, err, body);
+            return;
+        }
         let ok = err.is_ok();
         match inflight.watch {
             Some(WatchAction::Register {
@@ -295,5 +298,21 @@ impl Session {
         }
         let result = if ok { Ok(body) } else { Err(err.into()) };
         self.events.reply(inflight.reply, result);
+    }
+
+    /// Answers each `getData` merged into one `multiRead` (`merge.rs`) with its own part of
+    /// the reply; an error for the whole request fails them all with it.
+    fn complete_merged(&mut self, inflight: InFlight, err: ErrorCode, body: Bytes) {
+        if !err.is_ok() {
+            inflight.fail(&err.into(), &mut self.events);
+            return;
+        }
+        self.merge_losses = 0;
+        let mut results = super::merge::split_reply(body, 1 + inflight.merged.len()).into_iter();
+        let replies =
+            std::iter::once(inflight.reply).chain(inflight.merged.into_iter().map(|p| p.reply));
+        for (reply, result) in replies.zip(results.by_ref()) {
+            self.events.reply(reply, result);
+        }
     }
 }

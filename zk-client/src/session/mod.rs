@@ -32,6 +32,7 @@
 //! the credentials and watches of the session (as in Java's `ClientCnxn.primeConnection`).
 
 mod inbound;
+mod merge;
 mod outbox;
 mod pending;
 pub(crate) mod poison;
@@ -51,7 +52,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use tracing::{debug, trace, warn};
-use zk_proto::frame::encode_frame;
+use zk_proto::frame::{encode_frame, LENGTH_PREFIX_LEN};
 use zk_proto::records::{AddWatchMode, ConnectRequest, RemoveWatchesRequest};
 use zk_proto::{xid as special, DecodeError, OpCode, Record, RequestHeader};
 
@@ -97,6 +98,8 @@ pub(crate) struct SessionConfig {
     pub(crate) set_watches_batch: usize,
     /// Largest request (header and body) the server accepts.
     pub(crate) max_request_len: usize,
+    /// Largest frame read from the server (bounds how many reads share a `multiRead`).
+    pub(crate) max_frame_len: usize,
     /// Bound on waiting for a reply once a request is on the wire.
     pub(crate) request_timeout: Option<Duration>,
     /// SASL mechanism and credentials to authenticate every connection with.
@@ -214,6 +217,12 @@ pub(crate) struct Session {
     /// What the server supports (shared with the client handles): `removeWatches` is sent
     /// only to a server that has it.
     profile: crate::profile::ProfileCell,
+    /// The last request written while it can still take more reads (`merge.rs`).
+    tail: Option<merge::Tail>,
+    /// How many reads may share one `multiRead` (`merge.rs`; 1: none).
+    merge_limit: usize,
+    /// Orderly closes in a row with merged reads in flight (see `note_merge_loss`).
+    merge_losses: u32,
 }
 
 #[cfg(test)]
@@ -234,7 +243,11 @@ impl Session {
             .set_watches_batch
             .min(cfg.max_request_len.saturating_sub(SET_WATCHES_OVERHEAD))
             .max(1);
+        let merge_limit = merge::merge_limit(cfg.max_frame_len, cfg.max_request_len);
         Self {
+            merge_limit,
+            merge_losses: 0,
+            tail: None,
             negotiated: cfg.session_timeout,
             cfg,
             phase: Phase::Idle,
@@ -350,6 +363,8 @@ impl Session {
 
     /// Everything to write, coalesced; `None` when there is nothing.
     pub(crate) fn poll_transmit(&mut self) -> Option<Bytes> {
+        // What goes to the socket takes no more reads.
+        self.tail = None;
         if self.out.is_empty() {
             None
         } else {
@@ -503,8 +518,23 @@ impl Session {
             self.auths.push(req.body.freeze());
             self.auth_waiters.push_back(Some(req.reply));
         } else {
+            let req = match self.merge(req, now) {
+                Ok(()) => {
+                    self.last_send = now;
+                    return;
+                }
+                Err(req) => req,
+            };
             let xid = self.xids.next_xid();
+            let start = self.out.len();
             write_packet(&mut self.out, xid, req.op, &req.body);
+            self.tail =
+                merge::mergeable(req.op, &req.body, req.watch.is_some()).then(|| merge::Tail {
+                    start,
+                    end: self.out.len(),
+                    xid,
+                    parts: vec![Bytes::copy_from_slice(&req.body)],
+                });
             trace!(xid, op = ?req.op, "request");
             if req.op == OpCode::CloseSession {
                 self.closing = Some(now + self.read_timeout);
@@ -519,9 +549,86 @@ impl Session {
                 watch: req.watch,
                 sent: now,
                 span: crate::trace::sent(req.span, xid),
+                merged: Vec::new(),
             });
         }
         self.last_send = now;
+    }
+
+    /// Adds the plain `getData` `req` to the request written just before it, as a
+    /// `multiRead`, when `merge.rs` allows; gives `req` back otherwise.
+    fn merge(&mut self, req: Request, now: Instant) -> Result<(), Request> {
+        if self.merge_limit < 2
+            || self.isolated.is_some()
+            || !merge::mergeable(req.op, &req.body, req.watch.is_some())
+            || !self
+                .profile
+                .get()
+                .supports(crate::profile::Feature::MultiRead)
+        {
+            return Err(req);
+        }
+        let Some(tail) = self.tail.take() else {
+            return Err(req);
+        };
+        let fits = tail.parts.len() < self.merge_limit
+            && tail.end == self.out.len()
+            && self.pending.back_mut().is_some_and(|f| f.xid == tail.xid);
+        if !fits {
+            self.tail = Some(tail);
+            return Err(req);
+        }
+        let mut parts = tail.parts.clone();
+        parts.push(Bytes::copy_from_slice(&req.body));
+        let mut frame = BytesMut::new();
+        merge::write_multi_read(&mut frame, tail.xid, &parts);
+        let body = frame
+            .get(LENGTH_PREFIX_LEN + REQUEST_HEADER_LEN..)
+            .unwrap_or_default();
+        let print = Fingerprint::of(OpCode::MultiRead, body);
+        let len = frame.len() - LENGTH_PREFIX_LEN;
+        if len > self.cfg.max_request_len || self.poison.suspected(print, now) {
+            self.tail = Some(tail);
+            return Err(req);
+        }
+        let Some(last) = self.pending.back_mut() else {
+            return Err(req);
+        };
+        last.op = OpCode::MultiRead;
+        last.print = print;
+        last.merged.push(merge::Part {
+            reply: req.reply,
+            _span: crate::trace::sent(req.span, tail.xid),
+        });
+        self.out.truncate(tail.start);
+        self.out.extend_from_slice(&frame);
+        trace!(
+            xid = tail.xid,
+            reads = parts.len(),
+            "getData merged into a multiRead"
+        );
+        self.tail = Some(merge::Tail {
+            end: self.out.len(),
+            parts,
+            ..tail
+        });
+        Ok(())
+    }
+
+    /// A server that closes the connection on `multiRead` (one that does not know it, with a
+    /// profile that says it does) would close it again at every merge, and the poison rule
+    /// cannot tell (each merge is another request): after two orderly closes in a row with
+    /// merged reads in flight, this session stops merging. A merged reply answered resets
+    /// the count.
+    fn note_merge_loss(&mut self, reason: &Disconnect) {
+        if *reason != Disconnect::Closed || !self.pending.iter().any(|f| !f.merged.is_empty()) {
+            return;
+        }
+        self.merge_losses += 1;
+        if self.merge_losses >= 2 && self.merge_limit > 1 {
+            warn!("the server closed the connection twice on merged reads: no more merging");
+            self.merge_limit = 1;
+        }
     }
 
     /// Moves waiting requests onto the wire while the window has room.
@@ -671,6 +778,7 @@ impl Session {
             return;
         }
         debug!(?reason, in_flight = self.pending.len(), "disconnected");
+        self.note_merge_loss(reason);
         self.note_loss(reason, now);
         self.phase = Phase::Idle;
         self.out.clear();

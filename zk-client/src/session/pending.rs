@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use zk_proto::OpCode;
 
+use super::merge::Part;
 use super::outbox::Outbox;
 use super::poison::Fingerprint;
 use crate::command::{ReplySender, WatchAction};
@@ -23,6 +24,18 @@ pub(crate) struct InFlight {
     pub(crate) print: Fingerprint,
     /// Its `zk_request` span, closed when the entry is dropped.
     pub(crate) span: tracing::Span,
+    /// Calls merged into it as one `multiRead` after its own (`merge.rs`), in order.
+    pub(crate) merged: Vec<Part>,
+}
+
+impl InFlight {
+    /// Fails it, and every call merged into it, with `err`.
+    pub(crate) fn fail(self, err: &Error, out: &mut Outbox) {
+        for part in self.merged {
+            out.reply(part.reply, Err(err.clone()));
+        }
+        out.reply(self.reply, Err(err.clone()));
+    }
 }
 
 /// Requests in the order they were written.
@@ -53,6 +66,11 @@ impl PendingQueue {
             Some(front) => Err(Some(front.xid)),
             None => Err(None),
         }
+    }
+
+    /// The newest request waiting for its reply.
+    pub(crate) fn back_mut(&mut self) -> Option<&mut InFlight> {
+        self.queue.back_mut()
     }
 
     /// The oldest request waiting for its reply.
@@ -97,8 +115,8 @@ impl PendingQueue {
                 break;
             }
             if let Some(inflight) = self.queue.pop_front() {
-                out.reply(inflight.reply, Err(err.clone()));
-                failed += 1;
+                failed += 1 + inflight.merged.len();
+                inflight.fail(err, out);
             }
         }
         crate::metrics::requests_failed(failed, err);
@@ -107,9 +125,9 @@ impl PendingQueue {
 
     /// Fails every entry with `err`.
     pub(crate) fn fail_all(&mut self, err: &Error, out: &mut Outbox) {
-        crate::metrics::requests_failed(self.queue.len(), err);
         for inflight in self.queue.drain(..) {
-            out.reply(inflight.reply, Err(err.clone()));
+            crate::metrics::requests_failed(1 + inflight.merged.len(), err);
+            inflight.fail(err, out);
         }
     }
 }

@@ -154,7 +154,7 @@ impl PoisonLedger {
 
     /// Whether a request with this fingerprint must go out alone: in flight at the last
     /// counted loss (less than [`PAIR_WINDOW`] ago), or remembered as poison.
-    fn suspected(&self, print: Fingerprint, now: Instant) -> bool {
+    pub(super) fn suspected(&self, print: Fingerprint, now: Instant) -> bool {
         if !self.inner.any.load(Ordering::Acquire) {
             return false;
         }

@@ -13,6 +13,7 @@ use super::*;
 use crate::command::{WatchKind, WatchSender};
 use crate::event::WatchedEvent;
 
+mod merge;
 mod poison;
 #[cfg(feature = "sasl")]
 mod sasl;
@@ -30,6 +31,8 @@ fn config() -> SessionConfig {
         reconnect_wait: Duration::from_secs(5),
         set_watches_batch: SET_WATCHES_BATCH_BYTES,
         max_request_len: zk_proto::SERVER_MAX_BUFFER,
+        // Reads merge only in the tests of merging (`merge.rs`).
+        max_frame_len: zk_proto::SERVER_MAX_BUFFER,
         request_timeout: None,
         #[cfg(feature = "sasl")]
         sasl: None,

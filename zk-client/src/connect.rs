@@ -10,6 +10,7 @@ use crate::driver::transport::{Connector, TcpConnector};
 use crate::driver::{now, Driver, DriverConfig, TlsFailures};
 use crate::error::{Error, Result};
 use crate::hosts::{parse_connect_string, HostList};
+use crate::profile::Feature;
 use crate::session::{timers, Session, SessionConfig, SET_WATCHES_BATCH_BYTES};
 use crate::state::{SessionInfo, SessionState, STATE_HISTORY};
 
@@ -93,10 +94,16 @@ async fn connect(b: ClientBuilder) -> Result<Client> {
     let client = Client::new(tx, info_rx, transitions, chroot, b.watch_buffer, profile);
     establish(&client, &b, tls_rx).await?;
     if b.detect_server {
-        if let Some(detected) = client.detect_keeper().await {
-            let profile = detected.detected_over(b.server);
-            tracing::debug!(?profile, "ClickHouse Keeper detected");
-            client.set_server_profile(profile);
+        // Until the server says what it is, its reads are not merged into a multiRead
+        // (`session/merge.rs`): an old Keeper closes the connection on one.
+        client.set_server_profile(b.server.without(Feature::MultiRead));
+        match client.detect_keeper().await {
+            Some(detected) => {
+                let profile = detected.detected_over(b.server);
+                tracing::debug!(?profile, "ClickHouse Keeper detected");
+                client.set_server_profile(profile);
+            }
+            None => client.set_server_profile(b.server),
         }
     }
     if let Some(tracking) = &b.tracking {

@@ -169,3 +169,78 @@ async fn clones_on_many_tasks_share_one_session() {
     );
     c.close().await.unwrap();
 }
+
+/// `mntr`'s `zk_packets_received`: requests from every client of the server, pings included.
+async fn packets_received(server: &integration_tests::Server) -> u64 {
+    let mntr = integration_tests::probe::four_letter_word(server.addr(), "mntr", SOON)
+        .await
+        .expect("mntr");
+    mntr.lines()
+        .find_map(|l| l.strip_prefix("zk_packets_received"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no zk_packets_received in mntr:\n{mntr}"))
+}
+
+/// Pipelined plain reads travel several to a `multiRead` (`session/merge.rs`): each caller
+/// still gets its own node, its own error, and sees exactly the writes called before it.
+#[tokio::test]
+async fn pipelined_reads_travel_merged_and_each_sees_the_writes_called_before_it() {
+    let TestRoot { server, root, .. } = test_root("pipeline_merged").await;
+    let c = Client::builder(&server.hosts(&root))
+        .connect()
+        .await
+        .unwrap();
+    let mut values: Vec<Vec<u8>> = (0..KEYS).map(|k| vec![b'a' + k as u8; k * 700]).collect();
+    for (k, v) in values.iter().enumerate() {
+        c.create(&format!("/k{k}"), v, &CreateOptions::persistent())
+            .await
+            .unwrap();
+    }
+    let calls = 6_000;
+    let before = packets_received(&server).await;
+    let mut checks: Vec<Check> = Vec::with_capacity(calls);
+    for i in 0..calls {
+        let key = (i * 7) % KEYS;
+        let path = format!("/k{key}");
+        if i % 50 == 49 {
+            values[key] = format!("write #{i}").into_bytes();
+            let f = c.set_data(&path, &values[key], None);
+            checks.push(Box::pin(async move {
+                f.await.unwrap_or_else(|e| panic!("set #{i}: {e}"));
+            }));
+        } else if i % 13 == 0 {
+            let f = c.get_data("/missing");
+            checks.push(Box::pin(async move {
+                assert!(
+                    matches!(f.await, Err(Error::NoNode)),
+                    "get #{i} of /missing"
+                );
+            }));
+        } else {
+            let expected = values[key].clone();
+            let f = c.get_data(&path);
+            checks.push(Box::pin(async move {
+                let (data, stat) = f.await.unwrap_or_else(|e| panic!("get #{i}: {e}"));
+                assert_eq!(
+                    data, expected,
+                    "get #{i} of {path} sees the writes before it"
+                );
+                assert_eq!(stat.data_length as usize, expected.len());
+            }));
+        }
+    }
+    within("6k replies", async {
+        for check in checks {
+            check.await;
+        }
+    })
+    .await;
+    let requests = packets_received(&server).await - before;
+    // 6,000 calls, 120 of them writes: the reads between writes went up to three to a
+    // request (a call alone is never held back, so not every read finds company).
+    assert!(
+        requests < 4_500,
+        "{requests} requests for {calls} calls: the reads did not merge"
+    );
+    c.close().await.unwrap();
+}

@@ -4,14 +4,19 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use zk_client::Client;
+use zk_client::{Client, ServerProfile};
 use zk_proto::records::{GetDataRequest, GetDataResponse};
 use zk_proto::{decode_exact, ErrorCode, OpCode, Stat};
 use zk_test_support::{encode, within, FakeServer};
 
+/// A client of a server without `multiRead` (3.5), so that every call is a request of its own
+/// on the wire: these tests count requests against the window. Calls merged into
+/// `multiRead`s are tested in the session's unit tests (`session/tests/merge.rs`) and
+/// against a real server (`client::pipelining` in integration-tests).
 async fn connect(server: &FakeServer, max_outstanding: usize) -> (Client, zk_test_support::Conn) {
     zk_test_support::connect_client(server, "", 0x1, 30_000, move |b| {
         b.max_outstanding(max_outstanding)
+            .server(ServerProfile::zookeeper(3, 5))
     })
     .await
 }

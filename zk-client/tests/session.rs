@@ -102,7 +102,12 @@ async fn expired_answer_on_reconnect_is_terminal() {
 #[tokio::test]
 async fn out_of_order_reply_resets_the_connection() {
     let server = FakeServer::start().await;
-    let (client, mut conn) = connect(&server, 0x9, 10_000).await;
+    // A server without multiRead: the two reads go as two requests (merged they would be
+    // one, `session/merge.rs`), so the second can be answered first.
+    let (client, mut conn) = zk_test_support::connect_client(&server, "", 0x9, 10_000, |b| {
+        b.server(zk_client::ServerProfile::zookeeper(3, 5))
+    })
+    .await;
     let first = client.get_data("/1");
     let second = client.get_data("/2");
     let a = conn.read_non_ping().await.unwrap();
@@ -129,19 +134,35 @@ async fn out_of_order_reply_resets_the_connection() {
 }
 
 #[tokio::test]
-async fn an_oversized_frame_resets_the_connection() {
+async fn an_oversized_reply_fails_its_call_alone_unless_it_sets_a_watch() {
     let server = FakeServer::start().await;
     let addr = server.addr();
     let client =
         tokio::spawn(async move { Client::builder(&addr).max_frame_len(1024).connect().await });
     let (mut conn, _) = server.accept_session(0x3, 10_000).await;
     let client = within("connect", client).await.unwrap().unwrap();
+    // A plain read: its reply is passed over, the call fails alone, the connection stays.
     let call = client.get_data("/big");
     let r = conn.read_non_ping().await.unwrap();
     conn.reply(r.xid, 1, ErrorCode::Ok, &data_reply(&[0; 2048]))
         .await;
     assert!(matches!(
         within("call", call).await,
+        Err(Error::ReplyTooLarge { max: 1024, .. })
+    ));
+    let next = client.get_data("/small");
+    let r = conn.read_non_ping().await.unwrap();
+    conn.reply(r.xid, 2, ErrorCode::Ok, &data_reply(b"ok"))
+        .await;
+    assert_eq!(&within("next", next).await.unwrap().0[..], b"ok");
+    // A read that sets a watch: the server holds a watch the client would not know of, so
+    // the connection is reset.
+    let watched = client.get_data_watch("/big");
+    let r = conn.read_non_ping().await.unwrap();
+    conn.reply(r.xid, 3, ErrorCode::Ok, &data_reply(&[0; 2048]))
+        .await;
+    assert!(matches!(
+        within("watched call", watched).await,
         Err(Error::ConnectionLoss)
     ));
     conn.expect_eof().await;

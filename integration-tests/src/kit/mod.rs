@@ -24,11 +24,11 @@ pub use recipes::{
     enter, join, leaders, leads, participant_ids, wait_lock_state, TermLog, TermRecord,
 };
 pub use session::{
-    assert_read_only_session, back_to_read_write, connect, connect_for_faults,
-    connect_with_timeout, expire_client, leave_member_0_read_only, managed, manager, passwd,
-    server_of, test_root, wait_state, write_until_done, TestRoot, SESSION,
+    assert_no_state_change, assert_read_only_session, back_to_read_write, connect,
+    connect_for_faults, connect_with_timeout, expire_client, leave_member_0_read_only, managed,
+    manager, passwd, server_of, test_root, wait_state, write_until_done, TestRoot, SESSION,
 };
 pub use tree::{
-    bump_counter, children, make_counter, notifications, read_counter, wait_children, wait_nodes,
-    wait_watches, watch_count,
+    bump_counter, children, make_counter, mntr_value, notifications, read_counter, wait_children,
+    wait_nodes, wait_watches, watch_count,
 };

@@ -205,3 +205,14 @@ pub async fn back_to_read_write(ens: &Ensemble, c: Client) {
     assert_eq!(&c.get_data("/data").await.unwrap().0[..], b"after");
     c.close().await.unwrap();
 }
+
+/// Asserts that `states` saw no transition since it was made (or last looked at): the
+/// connection never dropped meanwhile. Waits 50 ms for one that is still on its way.
+pub async fn assert_no_state_change(states: &mut zk_client::StateWatcher) {
+    let changed = tokio::time::timeout(Duration::from_millis(50), states.changed()).await;
+    assert!(
+        changed.is_err(),
+        "no state change expected, got {changed:?} (now {:?})",
+        states.current()
+    );
+}

@@ -83,11 +83,17 @@ pub async fn wait_watches(server: &Server, n: usize) {
 
 /// `mntr`'s `zk_watch_count` on `server` (data and child watches, one-shot and persistent).
 pub async fn watch_count(server: &Server) -> u64 {
+    mntr_value(server, "zk_watch_count").await
+}
+
+/// The value of `key` in `server`'s `mntr` (e.g. `zk_packets_received`: requests from every
+/// client, pings included; `zk_ephemerals_count`).
+pub async fn mntr_value(server: &Server, key: &str) -> u64 {
     let mntr = crate::probe::four_letter_word(server.addr(), "mntr", Duration::from_secs(5))
         .await
         .expect("mntr");
     mntr.lines()
-        .find_map(|l| l.strip_prefix("zk_watch_count"))
+        .find_map(|l| l.strip_prefix(key))
         .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no zk_watch_count in mntr:\n{mntr}"))
+        .unwrap_or_else(|| panic!("no {key} in mntr:\n{mntr}"))
 }

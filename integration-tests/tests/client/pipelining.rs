@@ -170,17 +170,6 @@ async fn clones_on_many_tasks_share_one_session() {
     c.close().await.unwrap();
 }
 
-/// `mntr`'s `zk_packets_received`: requests from every client of the server, pings included.
-async fn packets_received(server: &integration_tests::Server) -> u64 {
-    let mntr = integration_tests::probe::four_letter_word(server.addr(), "mntr", SOON)
-        .await
-        .expect("mntr");
-    mntr.lines()
-        .find_map(|l| l.strip_prefix("zk_packets_received"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no zk_packets_received in mntr:\n{mntr}"))
-}
-
 /// Pipelined plain reads travel several to a `multiRead` (`session/merge.rs`): each caller
 /// still gets its own node, its own error, and sees exactly the writes called before it.
 #[tokio::test]
@@ -197,7 +186,7 @@ async fn pipelined_reads_travel_merged_and_each_sees_the_writes_called_before_it
             .unwrap();
     }
     let calls = 6_000;
-    let before = packets_received(&server).await;
+    let before = mntr_value(server, "zk_packets_received").await;
     let mut checks: Vec<Check> = Vec::with_capacity(calls);
     for i in 0..calls {
         let key = (i * 7) % KEYS;
@@ -235,7 +224,7 @@ async fn pipelined_reads_travel_merged_and_each_sees_the_writes_called_before_it
         }
     })
     .await;
-    let requests = packets_received(&server).await - before;
+    let requests = mntr_value(server, "zk_packets_received").await - before;
     // 6,000 calls, 120 of them writes: the reads between writes went up to three to a
     // request (a call alone is never held back, so not every read finds company).
     assert!(

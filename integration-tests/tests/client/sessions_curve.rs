@@ -62,7 +62,6 @@ use std::time::Duration;
 
 use futures_util::future::join_all;
 use integration_tests::prelude::*;
-use integration_tests::probe::four_letter_word;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -181,13 +180,7 @@ fn read_counts(snapshotter: &Snapshotter) -> (u64, u64) {
 
 /// `mntr`'s `zk_ephemerals_count`.
 async fn ephemerals(server: &Server) -> usize {
-    let mntr = four_letter_word(server.addr(), "mntr", Duration::from_secs(5))
-        .await
-        .expect("mntr");
-    mntr.lines()
-        .find_map(|l| l.strip_prefix("zk_ephemerals_count"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no zk_ephemerals_count in mntr:\n{mntr}"))
+    mntr_value(server, "zk_ephemerals_count").await as usize
 }
 
 /// One window of the storm: where it ended (since the kill), its length, what it counted.

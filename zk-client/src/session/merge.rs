@@ -47,6 +47,10 @@ const MAX_MERGED: usize = 64;
 /// (type, done, err), the data's length and the stat, with room to spare.
 const PART_OVERHEAD: usize = 128;
 
+// Three results of the most data a 1 MiB server stores (data + 81 bytes each), the closing
+// header and the reply header fit in the default 4 MiB reply.
+const _: () = assert!(3 * (SERVER_MAX_BUFFER + 81) + 9 + 16 <= zk_proto::DEFAULT_MAX_FRAME_LEN);
+
 /// How many reads may share one `multiRead`: as many as fit in a reply of `max_frame_len`
 /// when every node holds the most data a server with a `jute.maxbuffer` of
 /// `max(max_request_len, 1 MiB)` stores. 1 turns merging off.
@@ -164,8 +168,6 @@ mod tests {
     fn three_reads_merge_with_the_default_limits_and_more_with_larger_replies() {
         let default = merge_limit(zk_proto::DEFAULT_MAX_FRAME_LEN, SERVER_MAX_BUFFER);
         assert_eq!(default, 3);
-        // Three nodes of the most data a 1 MiB server stores fit in a 4 MiB reply.
-        assert!(3 * (SERVER_MAX_BUFFER + 81) + 16 + 9 <= zk_proto::DEFAULT_MAX_FRAME_LEN);
         assert_eq!(merge_limit(1024 * 1024, SERVER_MAX_BUFFER), 1);
         assert_eq!(merge_limit(64 * 1024 * 1024, SERVER_MAX_BUFFER), 63);
         assert_eq!(merge_limit(usize::MAX, SERVER_MAX_BUFFER), MAX_MERGED);

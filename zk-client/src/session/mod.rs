@@ -518,12 +518,9 @@ impl Session {
             self.auths.push(req.body.freeze());
             self.auth_waiters.push_back(Some(req.reply));
         } else {
-            let req = match self.merge(req, now) {
-                Ok(()) => {
-                    self.last_send = now;
-                    return;
-                }
-                Err(req) => req,
+            let Some(req) = self.merge(req, now) else {
+                self.last_send = now;
+                return;
             };
             let xid = self.xids.next_xid();
             let start = self.out.len();
@@ -556,8 +553,8 @@ impl Session {
     }
 
     /// Adds the plain `getData` `req` to the request written just before it, as a
-    /// `multiRead`, when `merge.rs` allows; gives `req` back otherwise.
-    fn merge(&mut self, req: Request, now: Instant) -> Result<(), Request> {
+    /// `multiRead`, when `merge.rs` allows (`None`); gives `req` back otherwise.
+    fn merge(&mut self, req: Request, now: Instant) -> Option<Request> {
         if self.merge_limit < 2
             || self.isolated.is_some()
             || !merge::mergeable(req.op, &req.body, req.watch.is_some())
@@ -566,17 +563,17 @@ impl Session {
                 .get()
                 .supports(crate::profile::Feature::MultiRead)
         {
-            return Err(req);
+            return Some(req);
         }
         let Some(tail) = self.tail.take() else {
-            return Err(req);
+            return Some(req);
         };
         let fits = tail.parts.len() < self.merge_limit
             && tail.end == self.out.len()
             && self.pending.back_mut().is_some_and(|f| f.xid == tail.xid);
         if !fits {
             self.tail = Some(tail);
-            return Err(req);
+            return Some(req);
         }
         let mut parts = tail.parts.clone();
         parts.push(Bytes::copy_from_slice(&req.body));
@@ -589,10 +586,10 @@ impl Session {
         let len = frame.len() - LENGTH_PREFIX_LEN;
         if len > self.cfg.max_request_len || self.poison.suspected(print, now) {
             self.tail = Some(tail);
-            return Err(req);
+            return Some(req);
         }
         let Some(last) = self.pending.back_mut() else {
-            return Err(req);
+            return Some(req);
         };
         last.op = OpCode::MultiRead;
         last.print = print;
@@ -612,7 +609,7 @@ impl Session {
             parts,
             ..tail
         });
-        Ok(())
+        None
     }
 
     /// A server that closes the connection on `multiRead` (one that does not know it, with a

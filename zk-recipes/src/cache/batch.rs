@@ -30,7 +30,7 @@
 
 use zk_client::{Error, ReadOp, ReadResult};
 
-use super::reads::{Kind, Op, Reply};
+use super::read_op::{Kind, Op, Reply};
 
 /// The most reads in one request.
 pub(crate) const MAX_BATCH: usize = 128;

@@ -103,6 +103,7 @@ mod node;
 mod one_shot;
 mod options;
 mod order;
+mod read_op;
 mod reads;
 mod shared;
 mod store;

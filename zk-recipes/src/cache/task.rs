@@ -21,7 +21,8 @@ use zk_client::{
 
 use super::one_shot::WatchKind;
 use super::order::{InOrder, Next};
-use super::reads::{Answered, Kind, Op, Reads, Reply};
+use super::read_op::{Kind, Op, Reply};
+use super::reads::{Answered, Reads};
 use super::shared::{CacheState, Shared};
 use super::zxid::already_shown;
 use crate::path::join;

@@ -4,6 +4,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use integration_tests::prelude::*;
+use integration_tests::ZkTarget;
 use zk_client::{Client, CreateOptions, Error};
 
 type Check = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -174,7 +175,11 @@ async fn clones_on_many_tasks_share_one_session() {
 /// still gets its own node, its own error, and sees exactly the writes called before it.
 #[tokio::test]
 async fn pipelined_reads_travel_merged_and_each_sees_the_writes_called_before_it() {
-    let TestRoot { server, root, .. } = test_root("pipeline_merged").await;
+    // A server of its own: its packet count is this test's alone (the binary's shared server
+    // counts every test's requests).
+    let server = integration_tests::fresh_standalone().await;
+    let root = integration_tests::chroot(&server, "pipeline_merged").await;
+    let server = &server;
     let c = Client::builder(&server.hosts(&root))
         .connect()
         .await

@@ -66,7 +66,8 @@ pub(crate) struct Tail {
     pub(crate) start: usize,
     pub(crate) end: usize,
     pub(crate) xid: i32,
-    /// The bodies of its reads (`GetDataRequest`s), in order.
+    /// The bodies of its reads (`GetDataRequest`s), in order; empty while it is one plain
+    /// `getData` (its body is in the outbox, copied only if another read joins it).
     pub(crate) parts: Vec<Bytes>,
 }
 

@@ -530,7 +530,7 @@ impl Session {
                     start,
                     end: self.out.len(),
                     xid,
-                    parts: vec![Bytes::copy_from_slice(&req.body)],
+                    parts: Vec::new(),
                 });
             trace!(xid, op = ?req.op, "request");
             if req.op == OpCode::CloseSession {
@@ -555,7 +555,9 @@ impl Session {
     /// Adds the plain `getData` `req` to the request written just before it, as a
     /// `multiRead`, when `merge.rs` allows (`None`); gives `req` back otherwise.
     fn merge(&mut self, req: Request, now: Instant) -> Option<Request> {
-        if self.merge_limit < 2
+        // The cheap checks first: most requests find no tail to join.
+        if self.tail.is_none()
+            || self.merge_limit < 2
             || self.isolated.is_some()
             || !merge::mergeable(req.op, &req.body, req.watch.is_some())
             || !self
@@ -565,17 +567,22 @@ impl Session {
         {
             return Some(req);
         }
-        let Some(tail) = self.tail.take() else {
-            return Some(req);
-        };
-        let fits = tail.parts.len() < self.merge_limit
+        let tail = self.tail.take()?;
+        let fits = tail.parts.len().max(1) < self.merge_limit
             && tail.end == self.out.len()
             && self.pending.back_mut().is_some_and(|f| f.xid == tail.xid);
         if !fits {
             self.tail = Some(tail);
             return Some(req);
         }
+        // A tail with no parts yet is one plain getData: its body is in the outbox.
         let mut parts = tail.parts.clone();
+        if parts.is_empty() {
+            let first = self
+                .out
+                .get(tail.start + LENGTH_PREFIX_LEN + REQUEST_HEADER_LEN..tail.end);
+            parts.push(Bytes::copy_from_slice(first.unwrap_or_default()));
+        }
         parts.push(Bytes::copy_from_slice(&req.body));
         let mut frame = BytesMut::new();
         merge::write_multi_read(&mut frame, tail.xid, &parts);

@@ -8,6 +8,7 @@ mod bare_lock;
 pub(crate) mod c_client;
 pub(crate) mod cache;
 mod common;
+mod floor;
 pub(crate) mod tls;
 mod w1;
 mod w2;
@@ -34,6 +35,8 @@ pub(crate) enum Workload {
     W2x,
     /// Sequential create + delete.
     W3,
+    /// Diagnostic for W3: its requests over a blocking socket, no client (the CPU floor).
+    W3floor,
     /// Lock hand-off between sessions.
     W4,
     /// Diagnostic for W4: a minimal lock written in the bench.
@@ -68,12 +71,13 @@ pub(crate) struct Target {
 }
 
 impl Workload {
-    pub(crate) const ALL: [Workload; 16] = [
+    pub(crate) const ALL: [Workload; 17] = [
         Workload::W1,
         Workload::W2,
         Workload::W2eager,
         Workload::W2x,
         Workload::W3,
+        Workload::W3floor,
         Workload::W4,
         Workload::W4bare,
         Workload::W4prepared,
@@ -100,6 +104,7 @@ impl Workload {
     pub(crate) fn diagnostic(self) -> Option<(Workload, &'static str)> {
         match self {
             Workload::W2eager => Some((Workload::W2, "zk-client, batch_reads(false)")),
+            Workload::W3floor => Some((Workload::W3, "floor: blocking socket, no client")),
             Workload::W4bare => Some((Workload::W4, "zk-client + bare lock in bench/")),
             Workload::W4prepared => Some((Workload::W4, "zk-recipes, HandOff::Prepared")),
             Workload::W1c => Some((Workload::W1, C_LABEL)),
@@ -122,6 +127,7 @@ impl Workload {
             Workload::W2eager => "W2eager",
             Workload::W2x => "W2x",
             Workload::W3 => "W3",
+            Workload::W3floor => "W3floor",
             Workload::W4 => "W4",
             Workload::W4bare => "W4bare",
             Workload::W4prepared => "W4prepared",
@@ -156,6 +162,7 @@ impl Workload {
             Workload::W2x => w2::run(ctx, which, ctx.sizes.w2x_sessions).await,
             Workload::W2eager => w2::eager(ctx).await,
             Workload::W3 => w3::run(ctx, which, round).await,
+            Workload::W3floor => floor::run(ctx, round).await,
             Workload::W4 => w4::run(ctx, which, round).await,
             Workload::W4bare => w4::bare(ctx, round).await,
             Workload::W4prepared => w4::prepared(ctx, round).await,

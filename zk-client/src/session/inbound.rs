@@ -15,6 +15,17 @@ use crate::event::WatchedEvent;
 use crate::state::SessionState;
 
 impl Session {
+    /// The call a reply with `header` answers, taken off the calls in flight, with the
+    /// session's zxid moved on; `Err(expected)` when the reply is not for the oldest call
+    /// (`None`: no call is in flight).
+    fn answered(&mut self, header: &ReplyHeader) -> Result<InFlight, Option<i32>> {
+        let inflight = self.pending.pop_matching(header.xid)?;
+        if header.zxid > 0 {
+            self.last_zxid = header.zxid;
+        }
+        Ok(inflight)
+    }
+
     /// One frame body from the server.
     pub(crate) fn handle_frame(&mut self, frame: Bytes, now: Instant) -> Result<(), Disconnect> {
         self.last_recv = now;
@@ -61,13 +72,7 @@ impl Session {
         self.last_recv = now;
         self.last_heard = Some(now);
         self.events.frame_received();
-        let inflight = self
-            .pending
-            .pop_matching(header.xid)
-            .map_err(|_| too_large)?;
-        if header.zxid > 0 {
-            self.last_zxid = header.zxid;
-        }
+        let inflight = self.answered(&header).map_err(|_| too_large)?;
         warn!(
             len,
             max,
@@ -235,13 +240,10 @@ impl Session {
                 }
             }
             xid => {
-                let inflight = self.pending.pop_matching(xid).map_err(|expected| {
+                let inflight = self.answered(&header).map_err(|expected| {
                     warn!(?expected, got = xid, "reply out of order");
                     Disconnect::XidOutOfOrder { expected, got: xid }
                 })?;
-                if header.zxid > 0 {
-                    self.last_zxid = header.zxid;
-                }
                 // The latency only matters to the metrics and an enabled span.
                 if cfg!(feature = "metrics") || !inflight.span.is_disabled() {
                     let elapsed = now.saturating_duration_since(inflight.sent);

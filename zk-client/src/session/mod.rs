@@ -596,6 +596,8 @@ impl Session {
             return Some(req);
         }
         let Some(last) = self.pending.back_mut() else {
+            // Not reached (`fits` saw the tail's call last in flight); keep the tail anyway.
+            self.tail = Some(tail);
             return Some(req);
         };
         last.op = OpCode::MultiRead;

@@ -164,6 +164,8 @@ enum Phase {
 #[derive(Debug)]
 struct Waiting {
     req: Request,
+    /// `req`'s fingerprint, taken once in `submit`.
+    print: Fingerprint,
     /// Set while disconnected: fail with `ConnectionLoss` after it.
     deadline: Option<Instant>,
 }
@@ -459,8 +461,10 @@ impl Session {
                 .reply(req.reply, Err(Error::RequestTooLarge { len, max }));
             return;
         }
-        // A request the server is known to drop the connection on: refuse it alone.
-        if let Some(err) = self.poison_refusal(req.op, &req.body, now) {
+        // A request the server is known to drop the connection on: refuse it alone. Its
+        // fingerprint is taken once here and travels with it.
+        let print = Fingerprint::of(req.op, &req.body);
+        if let Some(err) = self.poison_refusal(print, req.op, &req.body, now) {
             self.events.reply(req.reply, Err(err));
             return;
         }
@@ -473,18 +477,22 @@ impl Session {
         if self.is_connected()
             && self.waiting.is_empty()
             && self.pending.len() < self.cfg.max_outstanding
-            && self.may_transmit(req.op, &req.body, now)
+            && self.may_transmit(print, now)
         {
-            self.transmit(req, now);
+            self.transmit(req, print, now);
         } else {
             let deadline = (!self.is_connected()).then(|| now + self.cfg.reconnect_wait);
-            self.waiting.push_back(Waiting { req, deadline });
+            self.waiting.push_back(Waiting {
+                req,
+                print,
+                deadline,
+            });
         }
     }
 
-    /// Writes one request; its reply slot goes on the pending queue (or, for auth, on the
-    /// auth waiters).
-    fn transmit(&mut self, mut req: Request, now: Instant) {
+    /// Writes one request (`print` is its fingerprint); its reply slot goes on the pending
+    /// queue (or, for auth, on the auth waiters).
+    fn transmit(&mut self, mut req: Request, print: Fingerprint, now: Instant) {
         match &mut req.watch {
             Some(WatchAction::Register {
                 path,
@@ -536,7 +544,8 @@ impl Session {
             if req.op == OpCode::CloseSession {
                 self.closing = Some(now + self.read_timeout);
             }
-            let print = Fingerprint::of(req.op, &req.body);
+            // Setting the watch flag above changed no byte the fingerprint reads (its
+            // path, op and size class).
             self.note_isolated(xid, print, now);
             self.pending.push(InFlight {
                 xid,
@@ -650,14 +659,14 @@ impl Session {
             let Some(w) = self.waiting.front() else {
                 return;
             };
-            if !self.may_transmit(w.req.op, &w.req.body, now) {
+            if !self.may_transmit(w.print, now) {
                 // A request suspected of dropping the connection goes out alone.
                 return;
             }
             let Some(w) = self.waiting.pop_front() else {
                 return;
             };
-            self.transmit(w.req, now);
+            self.transmit(w.req, w.print, now);
         }
     }
 

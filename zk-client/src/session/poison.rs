@@ -247,8 +247,14 @@ impl Session {
     }
 
     /// The error for a request the server is known to drop, if this one is.
-    pub(super) fn poison_refusal(&self, op: OpCode, body: &[u8], now: Instant) -> Option<Error> {
-        let retry_after = self.poison.refused(Fingerprint::of(op, body), now)?;
+    pub(super) fn poison_refusal(
+        &self,
+        print: Fingerprint,
+        op: OpCode,
+        body: &[u8],
+        now: Instant,
+    ) -> Option<Error> {
+        let retry_after = self.poison.refused(print, now)?;
         Some(Error::ServerDropsRequest {
             op,
             path: path_of(op, body),
@@ -258,11 +264,11 @@ impl Session {
 
     /// Whether a request may be written now: a suspect (see the module docs) only when
     /// nothing else is in flight, and nothing while a suspect is.
-    pub(super) fn may_transmit(&self, op: OpCode, body: &[u8], now: Instant) -> bool {
+    pub(super) fn may_transmit(&self, print: Fingerprint, now: Instant) -> bool {
         if self.isolated.is_some() {
             return false;
         }
-        self.pending.len() == 0 || !self.poison.suspected(Fingerprint::of(op, body), now)
+        self.pending.len() == 0 || !self.poison.suspected(print, now)
     }
 
     /// The request `xid` was written: note it if it is a suspect, which is then alone.
@@ -316,8 +322,7 @@ impl Session {
         }
         let waiting = std::mem::take(&mut self.waiting);
         for w in waiting {
-            let print = Fingerprint::of(w.req.op, &w.req.body);
-            if caught.contains(&print) {
+            if caught.contains(&w.print) {
                 let err = Error::ServerDropsRequest {
                     op: w.req.op,
                     path: path_of(w.req.op, &w.req.body),

@@ -11,8 +11,8 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use zk_proto::records::{ConnectRequest, CreateRequest, DeleteRequest};
 use zk_proto::frame::encode_frame;
+use zk_proto::records::{ConnectRequest, CreateRequest, DeleteRequest};
 use zk_proto::{decode_prefix, Acl, ErrorCode, OpCode, Record, ReplyHeader, RequestHeader};
 
 use crate::sys::{Meter, Sample};

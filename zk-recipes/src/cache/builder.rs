@@ -66,6 +66,10 @@ impl CacheBuilder {
 
     /// How many events one consumer may fall behind before it gets
     /// [`CacheEvent::Lagged`](super::CacheEvent::Lagged) (default 4096).
+    ///
+    /// The ring holds 32 bytes per slot (128 KiB by default), made whole when a stream
+    /// subscribes and given back once no stream is left: a cache nobody reads events from
+    /// does not keep it.
     pub fn event_buffer(mut self, events: usize) -> Self {
         self.opts.event_buffer = events.max(1);
         self

@@ -10,7 +10,7 @@ use zk_client::{Publisher, Transitions};
 use super::events::{CacheEvents, Filter};
 use super::node::ChildData;
 use super::options::Options;
-use super::shared::{CacheState, Guarded, Shared};
+use super::shared::{CacheState, Guarded, Ring, Shared};
 use super::store::Store;
 use super::task;
 use crate::session::{Background, Source};
@@ -42,7 +42,7 @@ impl Cache {
         let shared = Arc::new(Shared {
             store: RwLock::new(Guarded {
                 store: Store::new(&opts.path),
-                events: Some(events),
+                events: Ring::Open(events),
             }),
             opts,
             states: Publisher::new(CacheState::Loading),
@@ -162,8 +162,8 @@ impl Cache {
     /// the snapshot gives the cache's later snapshots.
     pub fn snapshot_and_events(&self) -> (Vec<ChildData>, CacheEvents) {
         let (entries, events) = {
-            let guarded = self.shared.guarded();
-            let events = Shared::subscribe_to(&guarded, Filter::All);
+            let mut guarded = self.shared.guarded_mut();
+            let events = self.shared.subscribe_to(&mut guarded, Filter::All);
             (guarded.store.entries(), events)
         };
         let events = events.inflated(self.shared.opts.inflate.clone());

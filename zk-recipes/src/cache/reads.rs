@@ -19,8 +19,9 @@ use super::one_shot::{OneShots, WatchKind};
 use super::read_op::{Kind, Op, Reply};
 use super::zxid::{already_shown, merged_zxid};
 
-/// The backlog capacity kept when it empties (a steady state's refreshes reuse it).
-const BACKLOG_KEPT: usize = 1024;
+/// The backlog capacity kept when it empties: a steady state's refreshes come a few at a
+/// time and reuse it; a load's (one entry per node, ~64 B each) is given back.
+const BACKLOG_KEPT: usize = 64;
 
 /// A read with its reply and where the reply came among the watch events.
 #[derive(Debug)]

@@ -44,8 +44,21 @@ impl Observable for CacheState {
 /// The snapshot and its event sender.
 pub(super) struct Guarded {
     pub(super) store: Store,
+    pub(super) events: Ring,
+}
+
+/// A cache's event ring ([`event_buffer`](super::CacheBuilder::event_buffer) slots, made
+/// whole when the channel is made). It exists only while a stream may read it: a cache
+/// nobody subscribes to (every `NodeCache` but a subscribed one, most caches of few nodes)
+/// does not keep 32 bytes per slot, 128 KiB by default.
+pub(super) enum Ring {
+    /// No stream: the ring is made by the next subscription (events meanwhile have no
+    /// reader, as with an open ring nobody reads).
+    Idle,
     /// Sends `Arc`s: see [`CacheEvents`].
-    pub(super) events: Option<broadcast::Sender<Arc<CacheEvent>>>,
+    Open(broadcast::Sender<Arc<CacheEvent>>),
+    /// The cache ended: a new stream ends at once.
+    Ended,
 }
 
 /// What the task and the handles share.
@@ -83,9 +96,17 @@ impl Shared {
     pub(super) fn apply(&self, change: impl FnOnce(&mut Store, bool) -> Vec<CacheEvent>) {
         let mut guarded = self.store.write().unwrap_or_else(PoisonError::into_inner);
         let Guarded { store, events } = &mut *guarded;
-        let listening = events.as_ref().is_some_and(|tx| tx.receiver_count() > 0);
+        let listening = match events {
+            Ring::Open(tx) if tx.receiver_count() > 0 => true,
+            // Every stream is gone: give the ring back until the next subscription.
+            Ring::Open(_) => {
+                *events = Ring::Idle;
+                false
+            }
+            Ring::Idle | Ring::Ended => false,
+        };
         let out = change(store, listening);
-        if let Some(tx) = events.as_ref().filter(|_| listening) {
+        if let Ring::Open(tx) = events {
             for event in out {
                 let _ = tx.send(Arc::new(event));
             }
@@ -95,7 +116,7 @@ impl Shared {
     /// The cache ended: no more events; every stream ends after what it has.
     pub(super) fn end(&self) {
         let mut guarded = self.store.write().unwrap_or_else(PoisonError::into_inner);
-        guarded.events = None;
+        guarded.events = Ring::Ended;
         drop(guarded);
         self.set_state(CacheState::Ended);
     }
@@ -166,16 +187,95 @@ impl Shared {
         self.initialized.load(Ordering::Acquire)
     }
 
-    pub(super) fn subscribe(&self, filter: Filter) -> CacheEvents {
-        Self::subscribe_to(&self.guarded(), filter)
+    /// The snapshot under the write lock (a subscription may make the event ring).
+    pub(super) fn guarded_mut(&self) -> std::sync::RwLockWriteGuard<'_, Guarded> {
+        self.store.write().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(super) fn subscribe_to(guarded: &Guarded, filter: Filter) -> CacheEvents {
+    pub(super) fn subscribe(&self, filter: Filter) -> CacheEvents {
+        self.subscribe_to(&mut self.guarded_mut(), filter)
+    }
+
+    /// A stream of the events after `guarded`'s snapshot; makes the ring if there is none.
+    pub(super) fn subscribe_to(&self, guarded: &mut Guarded, filter: Filter) -> CacheEvents {
         let rx = match &guarded.events {
-            Some(tx) => tx.subscribe(),
-            // Ended: a stream that ends at once.
-            None => broadcast::channel(1).1,
+            Ring::Open(tx) => tx.subscribe(),
+            Ring::Idle => {
+                let (tx, rx) = broadcast::channel(self.opts.event_buffer);
+                guarded.events = Ring::Open(tx);
+                rx
+            }
+            // A stream that ends at once.
+            Ring::Ended => broadcast::channel(1).1,
         };
         CacheEvents::new(rx, filter)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared() -> Shared {
+        let opts = Options {
+            path: "/c".into(),
+            max_depth: None,
+            keep_data: None,
+            event_buffer: 16,
+            window: 8,
+            inflate: None,
+        };
+        Shared {
+            store: RwLock::new(Guarded {
+                store: Store::new(&opts.path),
+                events: Ring::Idle,
+            }),
+            opts,
+            states: Publisher::new(CacheState::Loading),
+            initialized: AtomicBool::new(false),
+            pass: AtomicU32::new(0),
+            failing: Mutex::new(None),
+        }
+    }
+
+    fn ring(s: &Shared) -> &'static str {
+        match s.guarded().events {
+            Ring::Idle => "idle",
+            Ring::Open(_) => "open",
+            Ring::Ended => "ended",
+        }
+    }
+
+    #[tokio::test]
+    async fn the_event_ring_lives_only_while_a_stream_may_read_it() {
+        let s = shared();
+        assert_eq!(ring(&s), "idle", "no stream, no ring");
+        let mut events = s.subscribe(Filter::All);
+        assert_eq!(ring(&s), "open");
+        s.apply(|_, listening| {
+            assert!(listening);
+            vec![CacheEvent::Initialized]
+        });
+        assert!(matches!(events.next().await, Some(CacheEvent::Initialized)));
+        drop(events);
+        s.apply(|_, listening| {
+            assert!(!listening, "the last stream is gone");
+            Vec::new()
+        });
+        assert_eq!(ring(&s), "idle", "the ring is given back");
+        let mut again = s.subscribe(Filter::All);
+        s.apply(|_, _| vec![CacheEvent::Initialized]);
+        s.end();
+        assert_eq!(ring(&s), "ended");
+        assert!(matches!(again.next().await, Some(CacheEvent::Initialized)));
+        assert!(
+            again.next().await.is_none(),
+            "the stream ends with the cache"
+        );
+        let mut late = s.subscribe(Filter::All);
+        assert!(
+            late.next().await.is_none(),
+            "a stream after the end ends at once"
+        );
     }
 }

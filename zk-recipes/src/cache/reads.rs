@@ -19,9 +19,10 @@ use super::one_shot::{OneShots, WatchKind};
 use super::read_op::{Kind, Op, Reply};
 use super::zxid::{already_shown, merged_zxid};
 
-/// The backlog capacity kept when it empties: a steady state's refreshes come a few at a
-/// time and reuse it; a load's (one entry per node, ~64 B each) is given back.
-const BACKLOG_KEPT: usize = 64;
+/// The room the read queues keep when they empty: a steady state's refreshes come a few at
+/// a time and reuse it; a load's (one backlog entry per node, ~64 B each, and a window of
+/// reads and replies in flight) is given back.
+const ROOM_KEPT: usize = 64;
 
 /// A read with its reply and where the reply came among the watch events.
 #[derive(Debug)]
@@ -162,7 +163,7 @@ impl Reads {
                 0 if self.backlog.is_empty() => {
                     // A load's backlog (one entry per node) is not kept once worked off:
                     // about 45 B per cached node otherwise (bench/examples/cache_memory.rs).
-                    if self.backlog.capacity() > BACKLOG_KEPT {
+                    if self.backlog.capacity() > ROOM_KEPT {
                         self.backlog.shrink_to_fit();
                     }
                     break;
@@ -302,6 +303,20 @@ impl Reads {
         }
     }
 
+    /// Nothing on the wire and no reply waiting: the queues of the reads in flight give back
+    /// the room of their largest window (a load's) beyond [`ROOM_KEPT`].
+    fn give_back_room(&mut self) {
+        if self.in_flight.capacity() > ROOM_KEPT {
+            self.in_flight.shrink_to(ROOM_KEPT);
+        }
+        if self.answered.capacity() > ROOM_KEPT {
+            self.answered.shrink_to(ROOM_KEPT);
+        }
+        if self.queued_refresh.capacity() > ROOM_KEPT {
+            self.queued_refresh.shrink_to(ROOM_KEPT);
+        }
+    }
+
     /// Polls the oldest read in flight (pending when there is none).
     pub(crate) fn poll_reply(&mut self, cx: &mut Context<'_>) -> Poll<Answered> {
         loop {
@@ -309,6 +324,7 @@ impl Reads {
                 return Poll::Ready(answered);
             }
             let Some(front) = self.in_flight.front_mut() else {
+                self.give_back_room();
                 return Poll::Pending;
             };
             match front {

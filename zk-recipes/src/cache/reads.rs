@@ -303,9 +303,9 @@ impl Reads {
         }
     }
 
-    /// Nothing on the wire and no reply waiting: the queues of the reads in flight give back
-    /// the room of their largest window (a load's) beyond [`ROOM_KEPT`].
-    fn give_back_room(&mut self) {
+    /// A pass's walk is over: the queues of the reads in flight give back the room of their
+    /// largest window (a load's) beyond [`ROOM_KEPT`] (what is still in them stays).
+    pub(crate) fn give_back_room(&mut self) {
         if self.in_flight.capacity() > ROOM_KEPT {
             self.in_flight.shrink_to(ROOM_KEPT);
         }
@@ -324,7 +324,6 @@ impl Reads {
                 return Poll::Ready(answered);
             }
             let Some(front) = self.in_flight.front_mut() else {
-                self.give_back_room();
                 return Poll::Pending;
             };
             match front {

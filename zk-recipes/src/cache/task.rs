@@ -277,6 +277,7 @@ impl Sync<'_> {
 
     fn finish_pass(&mut self) {
         self.walking = false;
+        self.reads.give_back_room();
         if self.walk_failed {
             // Some node could not be read: what is gone is unknown. Try again soon (a
             // disconnection starts a pass itself on reconnect).

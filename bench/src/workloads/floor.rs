@@ -5,6 +5,9 @@
 //! blocks again: two syscalls and one sleep per request, no runtime, no reactor, no task.
 //! No client can do less per request, so its CPU per op says how much of every client's
 //! W3 CPU is the kernel's (loopback TCP, waking the server, the sleep while it fsyncs).
+//!
+//! Not `integration_tests::probe`, the harness's raw client: that one is async (tokio's
+//! socket and a timeout per call), which is what the floor leaves out.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

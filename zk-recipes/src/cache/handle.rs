@@ -1,17 +1,14 @@
 //! [`Cache`]: the handle (reads of the snapshot, events, state, close). Built by
 //! `builder.rs`; the work is in `task.rs`.
 
-use std::sync::atomic::{AtomicBool, AtomicU32};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 
-use tokio::sync::broadcast;
-use zk_client::{Publisher, Transitions};
+use zk_client::Transitions;
 
 use super::events::{CacheEvents, Filter};
 use super::node::ChildData;
 use super::options::Options;
-use super::shared::{CacheState, Guarded, Ring, Shared};
-use super::store::Store;
+use super::shared::{CacheState, Shared};
 use super::task;
 use crate::session::{Background, Source};
 
@@ -38,18 +35,9 @@ impl std::fmt::Debug for Cache {
 
 impl Cache {
     pub(super) fn start(opts: Options, source: Source) -> (Cache, CacheEvents) {
-        let (events, rx) = broadcast::channel(opts.event_buffer);
-        let shared = Arc::new(Shared {
-            store: RwLock::new(Guarded {
-                store: Store::new(&opts.path),
-                events: Ring::Open(events),
-            }),
-            opts,
-            states: Publisher::new(CacheState::Loading),
-            initialized: AtomicBool::new(false),
-            pass: AtomicU32::new(0),
-            failing: Mutex::new(None),
-        });
+        let shared = Arc::new(Shared::new(opts));
+        // Subscribed before the task starts: the stream sees every event from the first load.
+        let events = shared.subscribe(Filter::All);
         let sessions = source.sessions();
         let task = Background::spawn({
             let shared = shared.clone();
@@ -59,7 +47,7 @@ impl Cache {
             shared,
             task: Arc::new(task),
         };
-        let events = CacheEvents::new(rx, Filter::All).inflated(cache.shared.opts.inflate.clone());
+        let events = events.inflated(cache.shared.opts.inflate.clone());
         (cache, events)
     }
 

@@ -76,6 +76,21 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// A cache's shared part before its first load: empty, `Loading`, no event ring yet.
+    pub(super) fn new(opts: Options) -> Shared {
+        Shared {
+            store: RwLock::new(Guarded {
+                store: Store::new(&opts.path),
+                events: Ring::Idle,
+            }),
+            opts,
+            states: Publisher::new(CacheState::Loading),
+            initialized: AtomicBool::new(false),
+            pass: AtomicU32::new(0),
+            failing: Mutex::new(None),
+        }
+    }
+
     pub(super) fn guarded(&self) -> std::sync::RwLockReadGuard<'_, Guarded> {
         self.store.read().unwrap_or_else(PoisonError::into_inner)
     }
@@ -94,7 +109,7 @@ impl Shared {
     /// Runs `change` on the snapshot and sends the events it returns, under the lock, so
     /// that a subscription made under the read lock sees exactly the later events.
     pub(super) fn apply(&self, change: impl FnOnce(&mut Store, bool) -> Vec<CacheEvent>) {
-        let mut guarded = self.store.write().unwrap_or_else(PoisonError::into_inner);
+        let mut guarded = self.guarded_mut();
         let Guarded { store, events } = &mut *guarded;
         let listening = match events {
             Ring::Open(tx) if tx.receiver_count() > 0 => true,
@@ -115,7 +130,7 @@ impl Shared {
 
     /// The cache ended: no more events; every stream ends after what it has.
     pub(super) fn end(&self) {
-        let mut guarded = self.store.write().unwrap_or_else(PoisonError::into_inner);
+        let mut guarded = self.guarded_mut();
         guarded.events = Ring::Ended;
         drop(guarded);
         self.set_state(CacheState::Ended);
@@ -217,25 +232,14 @@ mod tests {
     use super::*;
 
     fn shared() -> Shared {
-        let opts = Options {
+        Shared::new(Options {
             path: "/c".into(),
             max_depth: None,
             keep_data: None,
             event_buffer: 16,
             window: 8,
             inflate: None,
-        };
-        Shared {
-            store: RwLock::new(Guarded {
-                store: Store::new(&opts.path),
-                events: Ring::Idle,
-            }),
-            opts,
-            states: Publisher::new(CacheState::Loading),
-            initialized: AtomicBool::new(false),
-            pass: AtomicU32::new(0),
-            failing: Mutex::new(None),
-        }
+        })
     }
 
     fn ring(s: &Shared) -> &'static str {

@@ -26,7 +26,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn usage() -> &'static str {
-    "usage: bench [--rounds N (>=1, default 3)] [--quick] [--workloads W1,W2,W2eager,W2x,W3,W3floor,W4,W4bare,W4prepared,W5,codec,mem,tls,cache,W1c,W2c,W3c]\n\
+    "usage: bench [--rounds N (>=1, default 3)] [--quick] [--workloads W1,W2,W2eager,W2x,W3,W3floor,W3tokio,W4,W4bare,W4prepared,W5,codec,mem,tls,cache,W1c,W2c,W3c]\n\
      \x20            [--connect host:port] [--threads N (1 = current-thread runtime, default 1)]\n\
      \x20            [--clients both|ours|theirs (one alone: for profiling)]\n\
      \x20            [--serve SECS (only start a server, print its address, stop it after SECS)]\n\

@@ -242,7 +242,7 @@ impl Report {
              Ratios (and the target check): median over rounds of ours/theirs within the round (the two runs of a round are back to back). Server requests: increase of mntr's zk_packets_received per op. \
              W4 release: zk-recipes waits for the delete's reply; zookeeper-client drops its LockClient and deletes in a background task (does not wait). \
              The bare lock (diagnostic) is zk-client with a minimal lock in bench/src/workloads/bare_lock.rs: no loss monitor, release waits for the delete. \
-             The floor (diagnostic, W3) is W3's requests written and read back by hand over a blocking socket in bench/src/workloads/floor.rs: no client, no runtime, one sleep per request; its ratios are of medians against zookeeper-client, not paired. \
+             The floors (diagnostics, W3) are W3's requests written and read back by hand in bench/src/workloads/floor.rs, with no client: over a blocking socket (no runtime, one sleep per request) and over tokio's socket in the bench's own task (the floor of any tokio client); their ratios are of medians against zookeeper-client, not paired. \
              batch_reads(false) (diagnostic): zk-client reading every reply as it arrives instead of pausing deep pipelines; its ratios are of medians, not paired. \
              C client (anchor): ZooKeeper's C client (libzookeeper_mt; W2 through its async API with the same window, W3 with a plain create) in a process of its own, bench/c/zk_c_bench.c; its ratios are ours / C, of medians, not paired; its CPU is the child process's."
         );

@@ -37,6 +37,9 @@ pub(crate) enum Workload {
     W3,
     /// Diagnostic for W3: its requests over a blocking socket, no client (the CPU floor).
     W3floor,
+    /// Diagnostic for W3: its requests over tokio's socket in the bench's task, no client (the
+    /// CPU floor of any tokio client).
+    W3tokio,
     /// Lock hand-off between sessions.
     W4,
     /// Diagnostic for W4: a minimal lock written in the bench.
@@ -71,13 +74,14 @@ pub(crate) struct Target {
 }
 
 impl Workload {
-    pub(crate) const ALL: [Workload; 17] = [
+    pub(crate) const ALL: [Workload; 18] = [
         Workload::W1,
         Workload::W2,
         Workload::W2eager,
         Workload::W2x,
         Workload::W3,
         Workload::W3floor,
+        Workload::W3tokio,
         Workload::W4,
         Workload::W4bare,
         Workload::W4prepared,
@@ -105,6 +109,7 @@ impl Workload {
         match self {
             Workload::W2eager => Some((Workload::W2, "zk-client, batch_reads(false)")),
             Workload::W3floor => Some((Workload::W3, "floor: blocking socket, no client")),
+            Workload::W3tokio => Some((Workload::W3, "floor: tokio socket, no client")),
             Workload::W4bare => Some((Workload::W4, "zk-client + bare lock in bench/")),
             Workload::W4prepared => Some((Workload::W4, "zk-recipes, HandOff::Prepared")),
             Workload::W1c => Some((Workload::W1, C_LABEL)),
@@ -128,6 +133,7 @@ impl Workload {
             Workload::W2x => "W2x",
             Workload::W3 => "W3",
             Workload::W3floor => "W3floor",
+            Workload::W3tokio => "W3tokio",
             Workload::W4 => "W4",
             Workload::W4bare => "W4bare",
             Workload::W4prepared => "W4prepared",
@@ -162,7 +168,8 @@ impl Workload {
             Workload::W2x => w2::run(ctx, which, ctx.sizes.w2x_sessions).await,
             Workload::W2eager => w2::eager(ctx).await,
             Workload::W3 => w3::run(ctx, which, round).await,
-            Workload::W3floor => floor::run(ctx, round).await,
+            Workload::W3floor => floor::blocking(ctx, round).await,
+            Workload::W3tokio => floor::tokio(ctx, round).await,
             Workload::W4 => w4::run(ctx, which, round).await,
             Workload::W4bare => w4::bare(ctx, round).await,
             Workload::W4prepared => w4::prepared(ctx, round).await,

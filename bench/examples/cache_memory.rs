@@ -39,13 +39,17 @@ use std::time::{Duration, Instant};
 
 use cap::Cap;
 use integration_tests::{Server, Settings};
-use zk_client::{Client, CreateOptions, Op};
+use zk_client::Client;
 use zk_recipes::cache::Cache;
 
+#[path = "../src/child.rs"]
+mod child;
 #[path = "cache_memory/report.rs"]
 mod report;
 #[path = "cache_memory/resync.rs"]
 mod resync;
+#[path = "../src/tree.rs"]
+mod tree;
 
 use resync::Resync;
 
@@ -54,12 +58,6 @@ static ALLOC: Cap<System> = Cap::new(System, usize::MAX);
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
-const CURATOR_JAR: &str = "/usr/share/java/curator-recipes.jar";
-const SLF4J_NOP: &str = "/usr/share/java/slf4j-nop.jar";
-/// Children per parent node in the loaded subtree (as bench's `cache` workload).
-const FAN_OUT: usize = 100;
-/// Bytes of data per node (as bench's `cache` workload).
-const DATA_LEN: usize = 32;
 /// Curator's live heap per node at 10,000 nodes when the store was made compact (the goal).
 const GOAL: f64 = 264.0;
 
@@ -219,40 +217,10 @@ async fn run(opts: Opts) -> Res<()> {
     Ok(())
 }
 
-/// Makes `path` with `n - 1` nodes below it (`p<i>/c<j>`, [`FAN_OUT`] children per parent),
-/// in `multi` batches of 1,000 creates, a few batches in flight.
+/// Makes the subtree of `n` nodes at `path` ([`tree::populate`], the `cache` workload's).
 async fn populate(connect: &str, path: &str, n: usize) -> Res<()> {
     let client = Client::connect(connect).await?;
-    let _ = client.delete_all(path).await;
-    let data = [0x5a; DATA_LEN];
-    let opts = CreateOptions::persistent();
-    let mut ops = vec![Op::create(path, &data, &opts)];
-    let parents = (n - 1).div_ceil(FAN_OUT + 1);
-    let mut made = 1;
-    'outer: for p in 0..parents {
-        let parent = format!("{path}/p{p}");
-        ops.push(Op::create(&parent, &data, &opts));
-        made += 1;
-        for c in 0..FAN_OUT {
-            if made == n {
-                break 'outer;
-            }
-            ops.push(Op::create(&format!("{parent}/c{c}"), &data, &opts));
-            made += 1;
-        }
-    }
-    let mut pending = std::collections::VecDeque::new();
-    for chunk in ops.chunks(1000) {
-        pending.push_back(client.multi(chunk));
-        if pending.len() >= 4 {
-            if let Some(f) = pending.pop_front() {
-                f.await?;
-            }
-        }
-    }
-    for f in pending {
-        f.await?;
-    }
+    tree::populate(&client, path, n).await?;
     let _ = client.close().await;
     Ok(())
 }
@@ -260,32 +228,11 @@ async fn populate(connect: &str, path: &str, n: usize) -> Res<()> {
 /// Runs `cmd` to its end within `limit` and returns the fields of its line starting with
 /// `prefix`.
 async fn run_child(
-    mut cmd: std::process::Command,
+    cmd: std::process::Command,
     limit: Duration,
     prefix: &'static str,
 ) -> Res<Vec<f64>> {
-    let out = tokio::task::spawn_blocking(move || -> std::io::Result<std::process::Output> {
-        let mut child = cmd
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::inherit())
-            .spawn()?;
-        let deadline = Instant::now() + limit;
-        loop {
-            if child.try_wait()?.is_some() {
-                return child.wait_with_output();
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(std::io::Error::other(format!(
-                    "ran over {} s",
-                    limit.as_secs()
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    })
-    .await??;
+    let out = child::run_bounded(cmd, limit, prefix).await?;
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text
         .lines()
@@ -326,21 +273,8 @@ async fn resync(connect: &str, path: &str, n: usize, limit: Duration) -> Res<Res
 
 /// Curator's heap per node after GC and its first load (ms).
 async fn curator(connect: &str, path: &str, n: usize, limit: Duration) -> Res<(f64, f64)> {
-    for jar in [CURATOR_JAR, SLF4J_NOP] {
-        if !std::path::Path::new(jar).exists() {
-            return Err(format!("{jar} is missing (Debian's libcurator-recipes-java)").into());
-        }
-    }
-    let script: PathBuf = [env!("CARGO_MANIFEST_DIR"), "java", "CuratorCacheLoad.java"]
-        .iter()
-        .collect();
-    let java = std::env::var("ZK_JAVA").unwrap_or_else(|_| "java".into());
-    let heap = if n > 200_000 { "-Xmx4g" } else { "-Xmx1g" };
-    let mut cmd = std::process::Command::new(java);
-    cmd.args(["-XX:+UseSerialGC", heap, "-cp"])
-        .arg(format!("{CURATOR_JAR}:{SLF4J_NOP}"))
-        .arg(script)
-        .args([connect, path, &n.to_string()]);
+    let heap = if n > 200_000 { "4g" } else { "1g" };
+    let cmd = child::curator_cache_load(connect, path, n, heap)?;
     let f = run_child(cmd, limit, "CACHE ").await?;
     let [first_ms, second_ms, _cpu, heap_per_node, _rss, nodes, ..] = f[..] else {
         return Err(format!("CuratorCacheLoad: {f:?}").into());

@@ -8,12 +8,14 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod child;
 mod codec;
 mod config;
 mod mem;
 mod report;
 mod run;
 mod sys;
+mod tree;
 mod workloads;
 
 use std::net::{SocketAddr, ToSocketAddrs};

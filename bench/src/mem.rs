@@ -24,7 +24,7 @@ pub(crate) async fn mem_in_child(args: &Args, ctx: &Ctx, which: Which) -> Res<f6
     if args.quick {
         cmd.arg("--quick");
     }
-    let out = sys::run_bounded(cmd, Duration::from_secs(120), "memory child").await?;
+    let out = crate::child::run_bounded(cmd, Duration::from_secs(120), "memory child").await?;
     let text = String::from_utf8_lossy(&out.stdout);
     text.lines()
         .find_map(|l| l.strip_prefix("KIB_PER_SESSION "))

@@ -206,34 +206,3 @@ pub(crate) fn median(values: &mut [f64]) -> f64 {
         (values[n / 2 - 1] + values[n / 2]) / 2.0
     }
 }
-
-/// Runs `cmd` (a child measurement process) to its end, on the blocking pool, killing it
-/// when it runs over `limit`; returns its stdout (stderr is passed through).
-pub(crate) async fn run_bounded(
-    mut cmd: std::process::Command,
-    limit: Duration,
-    what: &'static str,
-) -> std::io::Result<std::process::Output> {
-    let run = tokio::task::spawn_blocking(move || {
-        let mut child = cmd
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::inherit())
-            .spawn()?;
-        let deadline = Instant::now() + limit;
-        loop {
-            if child.try_wait()?.is_some() {
-                return child.wait_with_output();
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(std::io::Error::other(format!(
-                    "{what} ran over {} s",
-                    limit.as_secs()
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    });
-    run.await.map_err(std::io::Error::other)?
-}

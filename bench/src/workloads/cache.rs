@@ -15,22 +15,12 @@
 //! Memory by cache size (1k to 1M nodes), counted by an allocator rather than read from RSS,
 //! is the cost curve of `bench/examples/cache_memory.rs` (`bash bench/cache_curve.sh`).
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-use zk_client::{CreateOptions, Op};
 
 use super::common::connect_ours;
 use crate::args::Args;
 use crate::config::Ctx;
 use crate::{sys, Res};
-
-const CURATOR_JAR: &str = "/usr/share/java/curator-recipes.jar";
-const SLF4J_NOP: &str = "/usr/share/java/slf4j-nop.jar";
-/// Children per parent node in the loaded subtree.
-const FAN_OUT: usize = 100;
-/// Bytes of data per node.
-const DATA_LEN: usize = 32;
 
 /// One load's figures.
 #[derive(Debug, Clone, Copy)]
@@ -44,40 +34,10 @@ struct Load {
     rss_bytes_per_node: f64,
 }
 
-/// Makes `path` with `n - 1` nodes below it (`p<i>/c<j>`, [`FAN_OUT`] children per parent),
-/// in `multi` batches of 1,000 creates, a few batches in flight.
+/// Makes the subtree of `n` nodes at `path` ([`crate::tree::populate`]).
 async fn populate(ctx: &Ctx, path: &str, n: usize) -> Res<()> {
     let client = connect_ours(ctx).await?;
-    let _ = client.delete_all(path).await;
-    let data = [0x5a; DATA_LEN];
-    let opts = CreateOptions::persistent();
-    let mut ops = vec![Op::create(path, &data, &opts)];
-    let parents = (n - 1).div_ceil(FAN_OUT + 1);
-    let mut made = 1;
-    'outer: for p in 0..parents {
-        let parent = format!("{path}/p{p}");
-        ops.push(Op::create(&parent, &data, &opts));
-        made += 1;
-        for c in 0..FAN_OUT {
-            if made == n {
-                break 'outer;
-            }
-            ops.push(Op::create(&format!("{parent}/c{c}"), &data, &opts));
-            made += 1;
-        }
-    }
-    let mut pending = std::collections::VecDeque::new();
-    for chunk in ops.chunks(1000) {
-        pending.push_back(client.multi(chunk));
-        if pending.len() >= 4 {
-            if let Some(f) = pending.pop_front() {
-                f.await?;
-            }
-        }
-    }
-    for f in pending {
-        f.await?;
-    }
+    crate::tree::populate(&client, path, n).await?;
     let _ = client.close().await;
     Ok(())
 }
@@ -176,7 +136,7 @@ fn median_load(loads: &[Load]) -> Load {
 
 /// Runs `cmd`, bounded, and parses its `CACHE ...` line.
 async fn run_child(cmd: std::process::Command, what: &'static str, java: bool) -> Res<Load> {
-    let out = sys::run_bounded(cmd, Duration::from_secs(900), "cache child").await?;
+    let out = crate::child::run_bounded(cmd, Duration::from_secs(900), "cache child").await?;
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text
         .lines()
@@ -211,20 +171,7 @@ async fn run_child(cmd: std::process::Command, what: &'static str, java: bool) -
 }
 
 async fn java_load(ctx: &Ctx, path: &str, n: usize) -> Res<Load> {
-    for jar in [CURATOR_JAR, SLF4J_NOP] {
-        if !std::path::Path::new(jar).exists() {
-            return Err(format!("{jar} is missing (Debian's libcurator-recipes-java)").into());
-        }
-    }
-    let script: PathBuf = [env!("CARGO_MANIFEST_DIR"), "java", "CuratorCacheLoad.java"]
-        .iter()
-        .collect();
-    let java = std::env::var("ZK_JAVA").unwrap_or_else(|_| "java".into());
-    let mut cmd = std::process::Command::new(java);
-    cmd.args(["-XX:+UseSerialGC", "-Xmx1g", "-cp"])
-        .arg(format!("{CURATOR_JAR}:{SLF4J_NOP}"))
-        .arg(script)
-        .args([&ctx.connect, path, &n.to_string()]);
+    let cmd = crate::child::curator_cache_load(&ctx.connect, path, n, "1g")?;
     run_child(cmd, "CuratorCacheLoad", true).await
 }
 

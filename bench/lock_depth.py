@@ -5,34 +5,23 @@ hand_off,depth,releases,notifications,listings,requests,hand_off_ms (per release
 over the measured releases divided by their number, rounded up).
 Usage: lock_depth.py CSV OUT.md OUT.svg [COMMIT]"""
 
-import csv
 import math
-import sys
+
+import curves
 
 COLOURS = {"Lean": "#1f77b4", "Prepared": "#d62728"}
 SERIES = [("notifications", "solid"), ("requests", "dashed"), ("listings", "dotted")]
 
 
-def load(path):
-    rows = []
-    with open(path, newline="") as f:
-        for r in csv.reader(f):
-            if len(r) != 7:
-                continue
-            rows.append(
-                {
-                    "hand_off": r[0],
-                    "depth": int(r[1]),
-                    "releases": int(r[2]),
-                    "notifications": int(r[3]),
-                    "listings": int(r[4]),
-                    "requests": int(r[5]),
-                    "hand_off_ms": float(r[6]),
-                }
-            )
-    if not rows:
-        sys.exit(f"{path}: no rows")
-    return sorted(rows, key=lambda r: (r["hand_off"], r["depth"]))
+FIELDS = [
+    ("hand_off", str),
+    ("depth", int),
+    ("releases", int),
+    ("notifications", int),
+    ("listings", int),
+    ("requests", int),
+    ("hand_off_ms", float),
+]
 
 
 def constant(rows, hand_off):
@@ -41,7 +30,7 @@ def constant(rows, hand_off):
     return len(keys) <= 1
 
 
-def table(rows, commit):
+def table(rows, commit, _machine):
     out = [
         "# Lock queue depth: the cost of one release",
         "",
@@ -86,12 +75,11 @@ def svg(rows):
     def y(v):
         return top + (1 - v / ymax) * (height - top - bottom)
 
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'font-family="sans-serif" font-size="12">',
-        f'<rect width="{width}" height="{height}" fill="white"/>',
+    parts = curves.svg_start(
+        width,
+        height,
         f'<text x="{left}" y="18">Cost of one lock release against queue depth (model: constant)</text>',
-    ]
+    )
     for v in range(ymax + 1):
         parts.append(
             f'<line x1="{left}" x2="{width - right}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#ddd"/>'
@@ -105,7 +93,6 @@ def svg(rows):
         f'<text x="{(left + width - right) / 2:.1f}" y="{height - 10}" text-anchor="middle">'
         "waiters queued (log scale)</text>"
     )
-    dash = {"solid": "", "dashed": ' stroke-dasharray="6 4"', "dotted": ' stroke-dasharray="2 3"'}
     legend_y = top + 10
     for h in sorted({r["hand_off"] for r in rows}):
         of = [r for r in rows if r["hand_off"] == h]
@@ -115,27 +102,19 @@ def svg(rows):
             pts = " ".join(f"{x(r['depth']):.1f},{y(r[field]) + off:.1f}" for r in of)
             parts.append(
                 f'<polyline points="{pts}" fill="none" stroke="{COLOURS.get(h, "black")}" '
-                f'stroke-width="2"{dash[style]}/>'
+                f'stroke-width="2"{curves.DASHES[style]}/>'
             )
             parts.append(
                 f'<line x1="{width - right + 10}" x2="{width - right + 40}" y1="{legend_y}" '
-                f'y2="{legend_y}" stroke="{COLOURS.get(h, "black")}" stroke-width="2"{dash[style]}/>'
+                f'y2="{legend_y}" stroke="{COLOURS.get(h, "black")}" stroke-width="2"{curves.DASHES[style]}/>'
                 f'<text x="{width - right + 46}" y="{legend_y + 4}">{h} {field}</text>'
             )
             legend_y += 18
-    parts.append("</svg>")
-    return "\n".join(parts) + "\n"
+    return curves.svg_end(parts)
 
 
 def main():
-    if len(sys.argv) < 4:
-        sys.exit(__doc__)
-    rows = load(sys.argv[1])
-    commit = sys.argv[4] if len(sys.argv) > 4 else "unknown"
-    with open(sys.argv[2], "w") as f:
-        f.write(table(rows, commit))
-    with open(sys.argv[3], "w") as f:
-        f.write(svg(rows))
+    curves.main(__doc__, FIELDS, lambda r: (r["hand_off"], r["depth"]), table, svg)
 
 
 if __name__ == "__main__":

@@ -7,10 +7,10 @@ peak_settled,settled_bound,settled_windows,attempts_bound,late
 (times of the storm from the kill of the server; attempts counted per 100 ms window).
 Usage: sessions_curve.py CSV OUT.md OUT.svg [COMMIT] [MACHINE]"""
 
-import csv
 import math
-import sys
 import textwrap
+
+import curves
 
 FIELDS = [
     ("sessions", int),
@@ -37,18 +37,6 @@ FIELDS = [
 # The test's bounds (integration-tests/tests/client/sessions_curve.rs).
 MAX_KIB_PER_SESSION = 64.0
 MAX_GROWTH = 1.5
-
-
-def load(path):
-    rows = []
-    with open(path, newline="") as f:
-        for r in csv.reader(f):
-            if len(r) != len(FIELDS):
-                continue
-            rows.append({name: kind(v) for (name, kind), v in zip(FIELDS, r)})
-    if not rows:
-        sys.exit(f"{path}: no rows")
-    return sorted(rows, key=lambda r: r["sessions"])
 
 
 def at(rows, n):
@@ -259,19 +247,18 @@ def panel(parts, box, title, rows, series, ymax, hline=None, unit=""):
             f'stroke-dasharray="8 4"/><text x="{x0 + w - 4}" y="{y(v) - 4:.1f}" '
             f'text-anchor="end" fill="#666">{label}</text>'
         )
-    dashes = {"solid": "", "dashed": ' stroke-dasharray="6 4"', "dotted": ' stroke-dasharray="2 3"'}
     ly = y0 + 4
     for label, key, colour, dash in series:
         value = key if callable(key) else (lambda r, k=key: r[k])
         pts = " ".join(f"{x(r['sessions']):.1f},{y(value(r)):.1f}" for r in rows)
         parts.append(
-            f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2"{dashes[dash]}/>'
+            f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2"{curves.DASHES[dash]}/>'
         )
         for r in rows:
             parts.append(f'<circle cx="{x(r["sessions"]):.1f}" cy="{y(value(r)):.1f}" r="3" fill="{colour}"/>')
         parts.append(
             f'<line x1="{x0 + 8}" x2="{x0 + 32}" y1="{ly}" y2="{ly}" stroke="{colour}" '
-            f'stroke-width="2"{dashes[dash]}/><text x="{x0 + 36}" y="{ly + 4}">{label}</text>'
+            f'stroke-width="2"{curves.DASHES[dash]}/><text x="{x0 + 36}" y="{ly + 4}">{label}</text>'
         )
         ly += 16
 
@@ -290,13 +277,12 @@ def nice(v):
 def svg(rows):
     width, height = 900, 620
     w, h = 330, 190
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'font-family="sans-serif" font-size="12">',
-        f'<rect width="{width}" height="{height}" fill="white"/>',
+    parts = curves.svg_start(
+        width,
+        height,
         '<text x="20" y="20" font-size="14">Idle zk-client sessions in one process '
         "(sessions, log scale, on every x axis)</text>",
-    ]
+    )
     # Size 1 (and 10, per session) carry the one-off allocations: the scale follows the rest.
     kib = max(
         (max(r["kib_per_session"], r["kib_marginal"]) for r in rows if r["sessions"] >= 10),
@@ -358,20 +344,11 @@ def svg(rows):
         ],
         nice(t * 1.1),
     )
-    parts.append("</svg>")
-    return "\n".join(parts) + "\n"
+    return curves.svg_end(parts)
 
 
 def main():
-    if len(sys.argv) < 4:
-        sys.exit(__doc__)
-    rows = load(sys.argv[1])
-    commit = sys.argv[4] if len(sys.argv) > 4 else "unknown"
-    machine = sys.argv[5] if len(sys.argv) > 5 else "machine unknown"
-    with open(sys.argv[2], "w") as f:
-        f.write(table(rows, commit, machine))
-    with open(sys.argv[3], "w") as f:
-        f.write(svg(rows))
+    curves.main(__doc__, FIELDS, lambda r: r["sessions"], table, svg, machine="machine unknown")
 
 
 if __name__ == "__main__":

@@ -7,9 +7,9 @@ through to Connected; rearm_ms: from Connected to the reply of the first request
 re-arm; arm_ms: setting the N watches in the first place, pipelined).
 Usage: watches_curve.py CSV OUT.md OUT.svg [COMMIT] [MACHINE]"""
 
-import csv
 import math
-import sys
+
+import curves
 
 COLOURS = {"Data": "#1f77b4", "Persistent": "#d62728"}
 # Bytes of one packet besides its paths: length prefix, request header, relative zxid, and
@@ -19,26 +19,15 @@ OP = {"Data": "SetWatches", "Persistent": "SetWatches2"}
 BATCH = 128 * 1024
 
 
-def load(path):
-    rows = []
-    with open(path, newline="") as f:
-        for r in csv.reader(f):
-            if len(r) != 7:
-                continue
-            rows.append(
-                {
-                    "kind": r[0],
-                    "watches": int(r[1]),
-                    "packets": int(r[2]),
-                    "bytes": int(r[3]),
-                    "connect_ms": float(r[4]),
-                    "rearm_ms": float(r[5]),
-                    "arm_ms": float(r[6]),
-                }
-            )
-    if not rows:
-        sys.exit(f"{path}: no rows")
-    return sorted(rows, key=lambda r: (r["kind"], r["watches"]))
+FIELDS = [
+    ("kind", str),
+    ("watches", int),
+    ("packets", int),
+    ("bytes", int),
+    ("connect_ms", float),
+    ("rearm_ms", float),
+    ("arm_ms", float),
+]
 
 
 def of(rows, kind):
@@ -203,13 +192,12 @@ def label(v):
 
 def svg(rows):
     width, height = 860, 380
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'font-family="sans-serif" font-size="12">',
-        f'<rect width="{width}" height="{height}" fill="white"/>',
+    parts = curves.svg_start(
+        width,
+        height,
         '<text x="20" y="18" font-size="14">Re-arming a session\'s watches after a reconnect '
         "(log-log; model: bytes linear, time linear or better)</text>",
-    ]
+    )
     xs = sorted({r["watches"] for r in rows})
     kinds = sorted({r["kind"] for r in rows})
     byte_series, time_series = [], []
@@ -229,20 +217,11 @@ def svg(rows):
         )
     panel(parts, 90, 60, 300, 250, "SetWatches bytes", xs, byte_series, "bytes")
     panel(parts, 520, 60, 300, 250, "Re-armed after Connected; set at first", xs, time_series, "ms")
-    parts.append("</svg>")
-    return "\n".join(parts) + "\n"
+    return curves.svg_end(parts)
 
 
 def main():
-    if len(sys.argv) < 4:
-        sys.exit(__doc__)
-    rows = load(sys.argv[1])
-    commit = sys.argv[4] if len(sys.argv) > 4 else "unknown"
-    machine = sys.argv[5] if len(sys.argv) > 5 else "unknown"
-    with open(sys.argv[2], "w") as f:
-        f.write(table(rows, commit, machine))
-    with open(sys.argv[3], "w") as f:
-        f.write(svg(rows))
+    curves.main(__doc__, FIELDS, lambda r: (r["kind"], r["watches"]), table, svg)
 
 
 if __name__ == "__main__":

@@ -84,16 +84,16 @@ impl Frames {
 
     /// A whole frame cut off the bytes read, if they hold one.
     fn frame(&mut self) -> Res<Option<Bytes>> {
-        let Some(prefix) = self.read.get(..4) else {
+        let Some(prefix) = self.read.first_chunk::<4>() else {
             return Ok(None);
         };
-        let len = i32::from_be_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]);
-        let len = usize::try_from(len).map_err(|_| "negative frame length")?;
+        let len =
+            usize::try_from(i32::from_be_bytes(*prefix)).map_err(|_| "negative frame length")?;
         if len > MAX_FRAME {
             return Err(format!("reply frame of {len} bytes").into());
         }
-        if self.read.len() < 4 + len {
-            self.read.reserve(4 + len);
+        if let Some(missing) = (4 + len).checked_sub(self.read.len()).filter(|&m| m > 0) {
+            self.read.reserve(missing);
             return Ok(None);
         }
         self.read.advance(4);

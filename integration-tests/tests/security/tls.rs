@@ -17,7 +17,8 @@ struct Tls {
     ens: Ensemble,
 }
 
-/// One TLS ensemble for the whole binary (three JVMs are the expensive part).
+/// One TLS ensemble for the whole binary (three JVMs are the expensive part). Its member 0 is
+/// never killed: tests reach it alone.
 async fn tls() -> &'static Tls {
     static SHARED: OnceCell<Tls> = OnceCell::const_new();
     SHARED
@@ -32,8 +33,15 @@ async fn tls() -> &'static Tls {
 impl Tls {
     /// Every member's TLS address, with `root`.
     fn hosts(&self, root: &str) -> String {
-        let addrs: Vec<String> = (0..self.ens.len())
-            .map(|i| self.ens.secure_addr(i).expect("secure port").to_string())
+        let all: Vec<usize> = (0..self.ens.len()).collect();
+        self.hosts_of(&all, root)
+    }
+
+    /// The TLS addresses of `members`, with `root`.
+    fn hosts_of(&self, members: &[usize], root: &str) -> String {
+        let addrs: Vec<String> = members
+            .iter()
+            .map(|&i| self.ens.secure_addr(i).expect("secure port").to_string())
             .collect();
         format!("{}{root}", addrs.join(","))
     }
@@ -73,8 +81,11 @@ impl Tls {
 async fn tls_read_write_watch_and_failover_across_tls_hosts() {
     let t = tls().await;
     let root = chroot(&t.ens, "tls_failover").await;
+    // The member killed below is a's, and a stays off member 0: the shared ensemble's other
+    // tests reach member 0 alone (the rotation through its byte pipe, the name check), and a
+    // kill there made the rotation's reconnect outlast its session (once in ten CI runs).
     let a = t
-        .connect(&t.hosts(&root), t.options())
+        .connect(&t.hosts_of(&[1, 2], &root), t.options())
         .await
         .expect("TLS connect");
     let b = t

@@ -278,10 +278,10 @@ pub(crate) async fn blocking(ctx: &Ctx, round: usize) -> Res<Sample> {
         }
         Ok((raw, bodies))
     });
-    let (mut raw, bodies) = tokio::time::timeout(ctx.limits.workload, run)
-        .await
-        .map_err(|_| format!("W3floor: not done within {:?}", ctx.limits.workload))?
-        .map_err(|e| format!("W3floor: {e}"))??;
+    let (mut raw, bodies) = bounded(ctx.limits.workload, "W3floor", async {
+        run.await.map_err(|e| format!("W3floor: {e}"))?
+    })
+    .await?;
     let s = m.stop((pairs * 2) as u64).await;
     tokio::task::spawn_blocking(move || -> Res<()> {
         raw.call(OpCode::Delete, &bodies.gone())?;

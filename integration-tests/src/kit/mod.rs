@@ -26,7 +26,8 @@ pub use recipes::{
 pub use session::{
     assert_no_state_change, assert_read_only_session, back_to_read_write, connect,
     connect_for_faults, connect_with_timeout, expire_client, leave_member_0_read_only, managed,
-    manager, passwd, server_of, test_root, wait_state, write_until_done, TestRoot, SESSION,
+    manager, manager_with_session, passwd, server_of, test_root, wait_state, write_until_done,
+    TestRoot, SESSION,
 };
 pub use tree::{
     bump_counter, children, make_counter, mntr_value, notifications, read_counter, wait_children,

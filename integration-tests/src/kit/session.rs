@@ -98,8 +98,13 @@ pub async fn managed(builder: ClientBuilder) -> SessionManager {
 
 /// A session manager on `hosts` with [`SESSION`] as session timeout and fast renewal.
 pub async fn manager(hosts: &str) -> SessionManager {
+    manager_with_session(hosts, SESSION).await
+}
+
+/// [`manager`] with sessions of `timeout`.
+pub async fn manager_with_session(hosts: &str, timeout: Duration) -> SessionManager {
     let builder = Client::builder(hosts)
-        .session_timeout(SESSION)
+        .session_timeout(timeout)
         .establish_timeout(LIMIT);
     managed(builder).await
 }

@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use integration_tests::prelude::*;
 use integration_tests::{chroot, ensemble};
-use zk_client::{Client, SessionManager};
 use zk_recipes::leader::LeadershipPolicy;
 
 const PATH: &str = "/election/failover";
@@ -24,16 +23,6 @@ const SLOW_FAILOVER: Duration = Duration::from_secs(3);
 /// re-join behind each other in no set order (seen once in ten CI runs, where the election
 /// itself took over 2 s).
 const SURVIVOR_SESSION: Duration = Duration::from_secs(12);
-
-/// A manager whose sessions outlive the failover.
-async fn survivor(hosts: &str) -> SessionManager {
-    managed(
-        Client::builder(hosts)
-            .session_timeout(SURVIVOR_SESSION)
-            .establish_timeout(LIMIT),
-    )
-    .await
-}
 
 #[tokio::test]
 async fn leadership_moves_when_the_leaders_server_fails_and_the_old_leader_rejoins() {
@@ -49,10 +38,10 @@ async fn leadership_moves_when_the_leaders_server_fails_and_the_old_leader_rejoi
     let ma = manager(&only_x).await;
     let a = join(&log, &ma, PATH, "a", LeadershipPolicy::Standard);
     leads(&a).await;
-    let mb = survivor(&survivors).await;
+    let mb = manager_with_session(&survivors, SURVIVOR_SESSION).await;
     let b = join(&log, &mb, PATH, "b", LeadershipPolicy::Standard);
     wait_nodes(&admin, PATH, 2).await;
-    let mc = survivor(&survivors).await;
+    let mc = manager_with_session(&survivors, SURVIVOR_SESSION).await;
     let c = join(&log, &mc, PATH, "c", LeadershipPolicy::Standard);
     wait_nodes(&admin, PATH, 3).await;
     let first_session = ma.client().session_id();

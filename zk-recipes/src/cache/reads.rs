@@ -304,17 +304,12 @@ impl Reads {
     }
 
     /// A pass's walk is over: the queues of the reads in flight give back the room of their
-    /// largest window (a load's) beyond [`ROOM_KEPT`] (what is still in them stays).
+    /// largest window (a load's) beyond [`ROOM_KEPT`] (what is still in them stays; a queue
+    /// already within it is left as it is).
     pub(crate) fn give_back_room(&mut self) {
-        if self.in_flight.capacity() > ROOM_KEPT {
-            self.in_flight.shrink_to(ROOM_KEPT);
-        }
-        if self.answered.capacity() > ROOM_KEPT {
-            self.answered.shrink_to(ROOM_KEPT);
-        }
-        if self.queued_refresh.capacity() > ROOM_KEPT {
-            self.queued_refresh.shrink_to(ROOM_KEPT);
-        }
+        self.in_flight.shrink_to(ROOM_KEPT);
+        self.answered.shrink_to(ROOM_KEPT);
+        self.queued_refresh.shrink_to(ROOM_KEPT);
     }
 
     /// Polls the oldest read in flight (pending when there is none).

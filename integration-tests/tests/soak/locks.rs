@@ -12,7 +12,7 @@
 //! involved. See `soak/check.rs` for what exactly is checked, and integration-tests/README.md.
 //!
 //! ```sh
-//! # the short run (40 s of faults, about a minute in all), part of `cargo test`/scripts/test.sh
+//! # the short run (20 s of faults, the `SOAK_SECS` default; about 30 s in all), part of `cargo test`/scripts/test.sh
 //! ZK_HARNESS=process cargo test -p integration-tests --test soak locks:: -- --nocapture
 //! # the long run: rounds, faults and violations are printed as it goes and at the end
 //! SOAK_SECS=1800 ZK_HARNESS=process cargo test -p integration-tests --release \

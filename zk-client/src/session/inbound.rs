@@ -236,7 +236,11 @@ impl Session {
             special::SET_WATCHES => {
                 self.watches.set_watches_answered();
                 if !header.err.is_ok() {
-                    warn!(err = ?header.err, "SetWatches failed");
+                    // The server holds none of this batch's watches, which the client counts
+                    // as held: keeping the connection would leave them silent. The next
+                    // connection sends every live watch again.
+                    warn!(err = ?header.err, "SetWatches refused: reconnecting to re-arm");
+                    return Err(Disconnect::SetWatchesFailed(header.err));
                 }
             }
             xid => {
@@ -291,7 +295,12 @@ impl Session {
                     kind if ok => Some(kind),
                     _ => None,
                 };
-                self.watches.answered(path, registered, sender, on_server);
+                let batches =
+                    self.watches
+                        .answered(path, registered, sender, on_server, self.last_zxid);
+                for batch in batches {
+                    write_packet(&mut self.out, special::SET_WATCHES, batch.op, &batch.body);
+                }
             }
             Some(WatchAction::Remove { path, kind }) if ok => {
                 self.watches.remove(&path, kind, &mut self.events);

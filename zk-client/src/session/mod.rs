@@ -54,7 +54,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use tracing::{debug, trace, warn};
 use zk_proto::frame::{encode_frame, LENGTH_PREFIX_LEN};
 use zk_proto::records::{AddWatchMode, ConnectRequest, RemoveWatchesRequest};
-use zk_proto::{xid as special, DecodeError, OpCode, Record, RequestHeader};
+use zk_proto::{xid as special, DecodeError, ErrorCode, OpCode, Record, RequestHeader};
 
 use crate::command::{Command, ReplySender, Request, WatchAction};
 use crate::error::{Error, Result};
@@ -133,6 +133,9 @@ pub(crate) enum Disconnect {
     SessionReplaced,
     /// Leaving the server after a host-list update, to even out the load (ZOOKEEPER-1355).
     Rebalance,
+    /// The server answered a SetWatches packet with an error: the watches it listed are not
+    /// armed on this connection.
+    SetWatchesFailed(ErrorCode),
 }
 
 impl From<DecodeError> for Disconnect {

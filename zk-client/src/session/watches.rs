@@ -94,6 +94,34 @@ impl PathWatches {
         self.recursive.retain(|s| !s.is_closed());
     }
 
+    /// The one-shot lists whose watchers nothing held or asked on the server arms: served
+    /// locally by a lasting registration the server then refused (see
+    /// [`WatchRegistry::answered`]). Their mode is counted as held from here on.
+    fn arm_unserved(&mut self) -> Vec<List> {
+        let projected = self.projected();
+        let mut lists = Vec::new();
+        if projected.data == Mode::None {
+            if !self.data.is_empty() {
+                lists.push(List::Data);
+            }
+            if !self.exist.is_empty() {
+                lists.push(List::Exist);
+            }
+        }
+        let child_armed =
+            projected.child != Mode::None || projected.data == Mode::PersistentRecursive;
+        if !child_armed && !self.child.is_empty() {
+            lists.push(List::Child);
+        }
+        for list in &lists {
+            self.held.set(match list {
+                List::Child => WatchKind::Child,
+                _ => WatchKind::Data,
+            });
+        }
+        lists
+    }
+
     /// No watcher, no server watch, nothing asked: nothing to keep.
     fn is_empty(&self) -> bool {
         !self.needs().any() && !self.held.any() && self.asked.is_empty()
@@ -171,13 +199,21 @@ impl WatchRegistry {
     /// The reply to a request that set a watcher: `registered` is the kind of watch it
     /// left (none when it failed; an exist watch when `exists` found no node), `on_server`
     /// whether it asked the server for it (see [`route`](Self::route)).
+    ///
+    /// A one-shot that went without its watch because a lasting registration asked before it
+    /// would serve it is left unarmed when the server refuses that registration (an
+    /// `addWatch` answered with an error; the server answers in order, so that reply comes
+    /// first). The SetWatches returned arms such one-shots on this connection, relative to
+    /// `relative_zxid` (the zxid of this reply: the server fires at once if the node changed
+    /// since the read); it is empty otherwise.
     pub(crate) fn answered(
         &mut self,
         path: String,
         registered: Option<WatchKind>,
         sender: WatchSender,
         on_server: bool,
-    ) {
+        relative_zxid: i64,
+    ) -> Vec<SetWatchesBatch> {
         let mut slot = match self.paths.entry(path) {
             Entry::Occupied(slot) => slot,
             Entry::Vacant(slot) => slot.insert_entry(PathWatches::default()),
@@ -188,30 +224,44 @@ impl WatchRegistry {
         if on_server {
             entry.asked.pop_front();
         }
-        let Some(kind) = registered else {
-            let after = entry.recursive.len();
-            if entry.is_empty() {
-                slot.remove();
+        match (registered, sender) {
+            (None, _) => {}
+            (Some(kind), sender) => {
+                if on_server {
+                    entry.held.set(kind);
+                } else if kind == WatchKind::Persistent {
+                    // Sent as recursive (`Route::AsRecursive`): the server holds that mode
+                    // now, whatever became of the registration that routed it so.
+                    entry.held.set(WatchKind::PersistentRecursive);
+                }
+                match (kind, sender) {
+                    (WatchKind::Data, WatchSender::Once(s)) => entry.data.push(s),
+                    (WatchKind::Exist, WatchSender::Once(s)) => entry.exist.push(s),
+                    (WatchKind::Child, WatchSender::Once(s)) => entry.child.push(s),
+                    (WatchKind::Persistent, WatchSender::Stream(s)) => entry.persistent.push(s),
+                    (WatchKind::PersistentRecursive, WatchSender::Stream(s)) => {
+                        entry.recursive.push(s);
+                    }
+                    (kind, _) => debug_assert!(false, "sender type does not match {kind:?}"),
+                }
             }
-            self.recounted(before, after);
-            return;
-        };
-        let entry = slot.into_mut();
-        if on_server {
-            entry.held.set(kind);
-        }
-        match (kind, sender) {
-            (WatchKind::Data, WatchSender::Once(s)) => entry.data.push(s),
-            (WatchKind::Exist, WatchSender::Once(s)) => entry.exist.push(s),
-            (WatchKind::Child, WatchSender::Once(s)) => entry.child.push(s),
-            (WatchKind::Persistent, WatchSender::Stream(s)) => entry.persistent.push(s),
-            (WatchKind::PersistentRecursive, WatchSender::Stream(s)) => {
-                entry.recursive.push(s);
-            }
-            (kind, _) => debug_assert!(false, "sender type does not match {kind:?}"),
         }
         let after = entry.recursive.len();
+        let unserved = entry.arm_unserved();
+        let batches = if unserved.is_empty() {
+            Vec::new()
+        } else {
+            let mut batcher = Batcher::new(relative_zxid, false, usize::MAX);
+            for list in unserved {
+                batcher.push(list, slot.key());
+            }
+            batcher.finish()
+        };
+        if slot.get().is_empty() {
+            slot.remove();
+        }
         self.recounted(before, after);
+        batches
     }
 
     /// Counts the recursive watchers of every path again: once per reconnect, never per
@@ -609,7 +659,7 @@ mod tests {
             assert_eq!(reg.route(&path, WatchKind::Data), Route::Server);
             let (tx, rx) = oneshot::channel();
             watchers.push(rx);
-            reg.answered(path, Some(WatchKind::Data), WatchSender::Once(tx), true);
+            reg.answered(path, Some(WatchKind::Data), WatchSender::Once(tx), true, 0);
         }
         assert_eq!(reg.paths.len(), n);
         PATHS_RECOUNTED.with(std::cell::Cell::get)
@@ -639,6 +689,7 @@ mod tests {
                 Some(WatchKind::PersistentRecursive),
                 WatchSender::Stream(tx),
                 route == Route::Server,
+                0,
             );
         }
         assert_eq!(reg.recursive, 3);

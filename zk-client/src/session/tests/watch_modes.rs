@@ -195,6 +195,39 @@ fn one_shots_then_a_recursive_watch_stay_served() {
 }
 
 #[test]
+fn a_one_shot_served_by_an_add_watch_that_fails_is_armed_by_itself() {
+    // getData(watch) goes without its watch while addWatch(persistent) is in flight (the
+    // persistent mode would serve it). The server refuses the addWatch: the one-shot must
+    // still be armed, on this connection, relative to its own read.
+    let mut f = connected();
+    let (_r, _p) = add_watch(&mut f, "/r/a", WatchKind::Persistent);
+    let (_r, mut data) = f.watch(OpCode::GetData, "/r/a", WatchKind::Data);
+    assert_eq!(
+        requests(&mut f),
+        [(OpCode::AddWatch, PERSISTENT), (OpCode::GetData, 0)]
+    );
+    f.reply(1, 4, ErrorCode::Throttled, b"").unwrap();
+    f.reply(2, 5, ErrorCode::Ok, b"").unwrap();
+    let sent = f.sent();
+    let armed: Vec<zk_proto::records::SetWatches> = sent
+        .iter()
+        .map(Sent::packet)
+        .filter(|p| p.0 == special::SET_WATCHES)
+        .map(|(_, op, body)| {
+            assert_eq!(op, OpCode::SetWatches.as_i32());
+            decode_exact(body).unwrap()
+        })
+        .collect();
+    assert_eq!(armed.len(), 1, "one SetWatches for the unserved one-shot");
+    assert_eq!(armed[0].relative_zxid, 5, "relative to the read's reply");
+    assert_eq!(armed[0].data_watches, ["/r/a"]);
+    f.reply(special::SET_WATCHES, 5, ErrorCode::Ok, b"")
+        .unwrap();
+    f.notify(EventType::NodeDataChanged, "/r/a");
+    assert_eq!(once(&mut data), ev(EventType::NodeDataChanged, "/r/a"));
+}
+
+#[test]
 fn set_watches_lists_one_shots_then_the_strongest_mode_and_derives_after_its_reply() {
     let mut f = connected();
     let (mut p, mut r) = persistent_then_recursive(&mut f);

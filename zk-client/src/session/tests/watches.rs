@@ -197,6 +197,27 @@ fn reconnect_sends_auth_then_set_watches_then_queued_requests() {
 }
 
 #[test]
+fn a_set_watches_the_server_refuses_drops_the_connection_and_the_next_one_re_arms() {
+    let mut f = connected();
+    let (_r, mut watcher) = f.watch(OpCode::GetData, "/root/a", WatchKind::Data);
+    f.reply(1, 3, ErrorCode::Ok, b"").unwrap();
+    assert_eq!(set_watches(&reconnect(&mut f)).len(), 1);
+    // The server holds none of the batch's watches: keeping this connection would leave
+    // the watcher registered here and never fired.
+    assert_eq!(
+        f.reply(special::SET_WATCHES, 0, ErrorCode::MarshallingError, b""),
+        Err(Disconnect::SetWatchesFailed(ErrorCode::MarshallingError))
+    );
+    let again = set_watches(&reconnect(&mut f));
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].data_watches, ["/root/a"]);
+    f.reply(special::SET_WATCHES, 0, ErrorCode::Ok, b"").unwrap();
+    f.notify(EventType::NodeDataChanged, "/root/a");
+    let event = watcher.try_recv().unwrap().unwrap();
+    assert_eq!(event.event_type, EventType::NodeDataChanged);
+}
+
+#[test]
 fn set_watches_is_split_into_batches_under_the_limit() {
     let mut f = Fixture::new(SessionConfig {
         set_watches_batch: 40,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use integration_tests::prelude::*;
 use integration_tests::Proxy;
-use zk_client::{Client, CreateMode, CreateOptions, SessionManager};
+use zk_client::{Acl, Client, CreateMode, CreateOptions, Perms, SessionManager};
 use zk_recipes::node::{NodeEvent, NodeEvents, NodeOptions, PersistentNode};
 
 async fn manager(hosts: &str) -> SessionManager {
@@ -256,6 +256,35 @@ async fn a_ttl_node_is_touched_before_its_ttl_passes() {
     node.close().await.unwrap();
     assert!(admin.exists("/ttl/n").await.unwrap().is_none());
     m.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn close_reports_a_delete_the_server_refuses_and_the_node_stays() {
+    let TestRoot { hosts, .. } = test_root("pnode_close_refused").await;
+    let admin = connect(&hosts).await;
+    // Nodes may be made under /locked, not deleted from it.
+    let no_delete = vec![Acl::world(Perms::ALL & !Perms::DELETE)];
+    let options = CreateOptions::persistent().with_acl(no_delete);
+    admin.create("/locked", b"", &options).await.unwrap();
+    let m = manager(&hosts).await;
+    let node =
+        PersistentNode::new_managed(&m, "/locked/n", b"x", NodeOptions::persistent()).unwrap();
+    node.ready_timeout(SOON).await.unwrap();
+    let closed = node.close().await;
+    assert!(
+        matches!(
+            closed,
+            Err(zk_recipes::Error::Client(zk_client::Error::NoAuth))
+        ),
+        "a close that deleted nothing must say so: {closed:?}"
+    );
+    assert!(admin.exists("/locked/n").await.unwrap().is_some());
+    m.close().await.unwrap();
+    // Let the test root's clean-up delete it.
+    admin
+        .set_acl("/locked", &[Acl::world(Perms::ALL)], None)
+        .await
+        .unwrap();
 }
 
 #[tokio::test]

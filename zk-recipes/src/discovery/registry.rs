@@ -100,7 +100,9 @@ impl ServiceDiscovery {
     ///
     /// # Cancel safety
     ///
-    /// The registration is kept once this is called, even if the future is dropped.
+    /// Not cancel safe: a registration replaced by this call is closed first, and the new
+    /// one is kept only once this returns `Ok`. Dropping the future before then leaves
+    /// neither (the new node, if made, is deleted); register again.
     pub async fn register(&self, instance: &ServiceInstance) -> Result<()> {
         check_segment(&instance.name)?;
         check_segment(&instance.id)?;
@@ -163,7 +165,14 @@ impl ServiceDiscovery {
     ///
     /// # Errors
     ///
-    /// `NoAuth` from the delete.
+    /// As [`PersistentNode::close`] for a dynamic instance; the delete's error (`NoAuth`,
+    /// say) for a static or permanent one.
+    ///
+    /// # Cancel safety
+    ///
+    /// The registration is forgotten when the future is first polled; a dynamic instance's
+    /// delete goes on in the background if the future is dropped, a static one's may not be
+    /// sent.
     pub async fn unregister(&self, instance: &ServiceInstance) -> Result<()> {
         let key = (instance.name.clone(), instance.id.clone());
         let removed = self.registered.lock().await.remove(&key);

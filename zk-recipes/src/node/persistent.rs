@@ -206,7 +206,10 @@ impl PersistentNode {
     ///
     /// # Errors
     ///
-    /// `NoAuth` from the delete. A node whose session ended is gone anyway (`Ok`).
+    /// The delete's error when the node could not be deleted (`NoAuth`, say: the node stays).
+    /// A session that ended during the delete counts as `Ok` (an ephemeral node went with
+    /// it). When the node had already stopped before this call (the manager ended, or the
+    /// node gave up), the error that stopped it, as [`ready`](Self::ready) reports it.
     ///
     /// # Cancel safety
     ///

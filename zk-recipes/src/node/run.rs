@@ -76,14 +76,13 @@ pub(crate) async fn run(
     let ended = loop {
         match run.keep().await {
             Stop::Closed => {
-                if !run
+                let kept = run
                     .shared
                     .keep_on_close
-                    .load(std::sync::atomic::Ordering::SeqCst)
-                {
-                    run.remove().await;
-                }
-                break Error::Client(zk_client::Error::Closed);
+                    .load(std::sync::atomic::Ordering::SeqCst);
+                let removed = if kept { Ok(()) } else { run.remove().await };
+                // A node the close could not delete says why (`NoAuth`, say).
+                break removed.err().unwrap_or(Error::Client(zk_client::Error::Closed));
             }
             Stop::Failed(e) => {
                 warn!(path = %run.shared.base, error = %e, "persistent node gives up");
@@ -504,8 +503,10 @@ impl Run {
         self.publish(None);
     }
 
-    /// On close: delete the node (or the one a lost create may have made).
-    async fn remove(&mut self) {
+    /// On close: delete the node (or the one a lost create may have made). A session that
+    /// ended meanwhile took an ephemeral node with it and counts as deleted; the delete's
+    /// other errors are returned.
+    async fn remove(&mut self) -> Result<(), Error> {
         self.publish(None);
         let client = self.client.clone();
         let path = match self.actual.clone() {
@@ -519,15 +520,21 @@ impl Run {
             }
             None => None,
         };
-        let Some(path) = path else { return };
+        let Some(path) = path else { return Ok(()) };
         // Only our own node: never delete a node of our name someone else holds.
         match client.exists(&path).await {
-            Ok(Some(stat)) if !self.owns(&stat) => return,
+            Ok(Some(stat)) if !self.owns(&stat) => return Ok(()),
             _ => {}
         }
         match delete_guaranteed(&client, &path, None).await {
-            Ok(_) => debug!(%path, "persistent node deleted on close"),
-            Err(e) => warn!(%path, error = %e, "could not delete the persistent node on close"),
+            Ok(_) => {
+                debug!(%path, "persistent node deleted on close");
+                Ok(())
+            }
+            Err(e) => {
+                warn!(%path, error = %e, "could not delete the persistent node on close");
+                Err(e)
+            }
         }
     }
 }

@@ -199,6 +199,44 @@ async fn a_failed_protected_create_leaves_nothing_behind() {
 }
 
 #[tokio::test]
+async fn create_all_makes_the_parents_its_options_ask_for() {
+    let (proxy, client, admin, _) = setup("safe_create_all_parents").await;
+    // A container's stat looks like a persistent node's: watch the wire instead. The proxy
+    // drops the connection on any createContainer.
+    proxy.drop_on(Some(DropRule::opcode(op::CREATE_CONTAINER)));
+    within_for(
+        SOON,
+        "create_all with persistent parents",
+        writes::create_all(&client, "/p/q/n", b"", &CreateOptions::persistent()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        proxy.stats().requests_dropped,
+        0,
+        "persistent parents, as Client::create_all: no createContainer sent"
+    );
+    assert!(admin.exists("/p/q").await.unwrap().is_some());
+    // Asked for containers: the first createContainer is dropped (the create goes on
+    // through the loss); once the proxy lets them through, the node is made.
+    let containers = CreateOptions::persistent().with_container_parents(true);
+    let made = tokio::spawn({
+        let client = client.clone();
+        async move { writes::create_quietly(&client, "/c/d/n", b"", &containers).await }
+    });
+    eventually("a createContainer sent", SOON, || async {
+        (proxy.stats().requests_dropped > 0).then_some(())
+    })
+    .await;
+    proxy.drop_on(None);
+    within("create_quietly", made)
+        .await
+        .unwrap()
+        .expect("made once containers go through");
+    assert!(admin.exists("/c/d/n").await.unwrap().is_some());
+}
+
+#[tokio::test]
 async fn create_all_and_create_quietly_take_their_own_node_after_a_lost_reply() {
     let (proxy, client, admin, _) = setup("safe_create_all").await;
     proxy.drop_next_create_reply();
@@ -212,8 +250,7 @@ async fn create_all_and_create_quietly_take_their_own_node_after_a_lost_reply() 
     assert_eq!(path, "/a/b/c");
     assert_eq!(stat.version, 0);
     assert_eq!(data(&admin, "/a/b/c").await, (b"mine".to_vec(), 0));
-    // The parents are containers: the server reports them with no owner, and Curator's
-    // layout has them empty.
+    // The parents are empty, as in Curator's layout.
     assert_eq!(data(&admin, "/a/b").await, (Vec::new(), 0));
     // Someone else's node (not created by this call) is NodeExists, or None quietly.
     let again = writes::create_all(&client, "/a/b/c", b"mine", &CreateOptions::persistent()).await;

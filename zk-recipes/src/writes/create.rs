@@ -102,10 +102,13 @@ pub async fn create_protected(
     })
 }
 
-/// Creates `path` and its missing parents, as containers (persistent nodes where the server
-/// has no containers, before ZooKeeper 3.5), surviving a lost reply (Curator's
-/// `create().idempotent().creatingParentContainersIfNeeded()`). Returns the node's path and
-/// `Stat`.
+/// Creates `path` and its missing parents, surviving a lost reply (Curator's
+/// `create().idempotent().creatingParentsIfNeeded()`). Returns the node's path and `Stat`.
+///
+/// The parents are made as [`zk_client::Client::create_all`] makes them: persistent, or
+/// containers with [`CreateOptions::with_container_parents`] (Curator's
+/// `creatingParentContainersIfNeeded()`; persistent where the server has no containers,
+/// before ZooKeeper 3.5).
 ///
 /// After a connection loss the create is sent again; if it then finds the node, the node is
 /// taken as the one our first create made when it holds our data at version 0 (an ephemeral
@@ -179,8 +182,8 @@ pub async fn create_quietly(
 
 /// The idempotent create: `NodeExists` after a lost reply is ours when the node holds our
 /// data at version 0 (ephemeral: owned by our session). With `parents`, missing parents are
-/// made as containers, falling back to persistent parents when the server has no
-/// containers (`Unimplemented`).
+/// made as `options` says (containers with `container_parents`, falling back to persistent
+/// parents when the server has no containers: `Unimplemented`).
 pub(super) async fn create_idempotent(
     client: &Client,
     path: &str,
@@ -190,7 +193,7 @@ pub(super) async fn create_idempotent(
 ) -> Result<(String, Stat)> {
     let sequential = options.mode.is_sequential();
     let session = client.session_id();
-    let mut containers = parents;
+    let mut containers = parents && options.container_parents;
     let mut lost = false;
     for _ in turns() {
         let attempt = if parents {

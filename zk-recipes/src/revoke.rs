@@ -29,7 +29,8 @@ pub const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
 /// # Errors
 ///
 /// [`Error::Client`] for ZooKeeper failures (connection losses are waited out: setting the
-/// data is idempotent); [`Error::LockLost`] if our session ended.
+/// data is idempotent), and the session's end (`SessionExpired`, `Closed`, `AuthFailed`): the
+/// caller holds nothing here, so nothing is lost.
 ///
 /// # Cancel safety
 ///
@@ -42,7 +43,7 @@ pub async fn revoke(client: &Client, node: &str) -> Result<bool> {
     match retrying(client, || client.set_data(node, REVOKE_MESSAGE, None)).await {
         Ok(_) => Ok(true),
         Err(Error::Client(zk_client::Error::NoNode)) => Ok(false),
-        Err(e) => Err(e.session_end_as_loss()),
+        Err(e) => Err(e),
     }
 }
 

@@ -184,7 +184,7 @@ impl LeaderLatch {
     /// # Errors
     ///
     /// [`Error::Client`] for ZooKeeper failures (connection losses are waited out), and
-    /// `LockLost(SessionEnded)` when the current session ended.
+    /// the session's end as [`Error::Client`] (`SessionExpired`, `Closed`, `AuthFailed`).
     ///
     /// # Cancel safety
     ///

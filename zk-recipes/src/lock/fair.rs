@@ -325,7 +325,7 @@ impl FairLock {
     /// # Errors
     ///
     /// [`Error::Client`] for ZooKeeper failures (connection losses are waited out);
-    /// [`Error::LockLost`] if the session ended.
+    /// the session's end as [`Error::Client`] (`SessionExpired`, `Closed`, `AuthFailed`).
     ///
     /// # Cancel safety
     ///

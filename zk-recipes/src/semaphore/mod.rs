@@ -226,8 +226,8 @@ impl Semaphore {
     ///
     /// # Errors
     ///
-    /// [`Error::Client`] for ZooKeeper failures (connection losses are waited out);
-    /// [`Error::LockLost`] if the session ended.
+    /// [`Error::Client`] for ZooKeeper failures (connection losses are waited out), and
+    /// the session's end as [`Error::Client`] (`SessionExpired`, `Closed`, `AuthFailed`).
     ///
     /// # Cancel safety
     ///

@@ -265,6 +265,27 @@ async fn shared_value_changes_end_with_the_session() {
     assert!(value.set_value(b"b").await.is_err());
 }
 
+#[tokio::test]
+async fn a_closed_shared_value_refuses_writes_and_leaves_the_node_as_it_was() {
+    let TestRoot { hosts, .. } = test_root("shared_value_closed").await;
+    let client = connect(&hosts).await;
+    let value = SharedValue::new(client.clone(), "/v", b"a").await.unwrap();
+    let mut changes = value.watch();
+    let current = value.value();
+    value.close().await.unwrap();
+    assert_eq!(within("end", changes.changed()).await, SharedState::Ended);
+    for write in [
+        value.set_value(b"b").await.map(|()| true),
+        value.try_set_value(&current, b"c").await,
+    ] {
+        assert!(
+            matches!(write, Err(zk_recipes::Error::Client(zk_client::Error::Closed))),
+            "a write after close: {write:?}"
+        );
+    }
+    assert_eq!(client.get_data("/v").await.unwrap().0.as_ref(), b"a");
+}
+
 /// Under connection cuts: every increment reported as succeeded was applied exactly once.
 /// Rust increments run through a proxy that is reset again and again (a write whose reply is
 /// lost fails with `ConnectionLoss`: not acknowledged, maybe applied); Java increments at the

@@ -30,8 +30,7 @@ impl Background {
     }
 
     /// Whether the task was asked to end (close, or drop).
-    #[cfg(test)]
-    fn is_stopped(&self) -> bool {
+    pub(crate) fn is_stopped(&self) -> bool {
         self.stop.is_cancelled()
     }
 

@@ -242,18 +242,28 @@ impl SharedValue {
         Ok(())
     }
 
+    /// `Closed` once [`close`](Self::close) was called: nothing is sent.
+    fn check_open(&self) -> Result<()> {
+        if self.task.is_stopped() {
+            return Err(Error::Client(zk_client::Error::Closed));
+        }
+        Ok(())
+    }
+
     /// Writes `value` whatever the node holds (`setData` at any version).
     ///
     /// # Errors
     ///
     /// `NoNode` when the node was deleted, `NoAuth`, and the session errors; a connection
-    /// loss is returned (the write may or may not have been applied).
+    /// loss is returned (the write may or may not have been applied). `Closed` after
+    /// [`close`](Self::close), with nothing sent.
     ///
     /// # Cancel safety
     ///
     /// The write is sent when the future is first polled; dropping it afterwards loses only
     /// the outcome.
     pub async fn set_value(&self, value: &[u8]) -> Result<()> {
+        self.check_open()?;
         let stat = self
             .inner
             .client()
@@ -273,12 +283,14 @@ impl SharedValue {
     ///
     /// [`Error::InvalidArgument`] when `expected.version` is −1 (the server would ignore the
     /// version: ZOOKEEPER-4743); `NoNode`, `NoAuth`, and the session errors (a connection
-    /// loss is returned: the write may or may not have been applied).
+    /// loss is returned: the write may or may not have been applied); `Closed` after
+    /// [`close`](Self::close).
     ///
     /// # Cancel safety
     ///
     /// As [`set_value`](Self::set_value).
     pub async fn try_set_value(&self, expected: &Versioned<Bytes>, value: &[u8]) -> Result<bool> {
+        self.check_open()?;
         if self.value() != *expected {
             return Ok(false);
         }

@@ -279,7 +279,10 @@ async fn a_closed_shared_value_refuses_writes_and_leaves_the_node_as_it_was() {
         value.try_set_value(&current, b"c").await,
     ] {
         assert!(
-            matches!(write, Err(zk_recipes::Error::Client(zk_client::Error::Closed))),
+            matches!(
+                write,
+                Err(zk_recipes::Error::Client(zk_client::Error::Closed))
+            ),
             "a write after close: {write:?}"
         );
     }

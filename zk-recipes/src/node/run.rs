@@ -82,7 +82,9 @@ pub(crate) async fn run(
                     .load(std::sync::atomic::Ordering::SeqCst);
                 let removed = if kept { Ok(()) } else { run.remove().await };
                 // A node the close could not delete says why (`NoAuth`, say).
-                break removed.err().unwrap_or(Error::Client(zk_client::Error::Closed));
+                break removed
+                    .err()
+                    .unwrap_or(Error::Client(zk_client::Error::Closed));
             }
             Stop::Failed(e) => {
                 warn!(path = %run.shared.base, error = %e, "persistent node gives up");

@@ -211,7 +211,8 @@ fn a_set_watches_the_server_refuses_drops_the_connection_and_the_next_one_re_arm
     let again = set_watches(&reconnect(&mut f));
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].data_watches, ["/root/a"]);
-    f.reply(special::SET_WATCHES, 0, ErrorCode::Ok, b"").unwrap();
+    f.reply(special::SET_WATCHES, 0, ErrorCode::Ok, b"")
+        .unwrap();
     f.notify(EventType::NodeDataChanged, "/root/a");
     let event = watcher.try_recv().unwrap().unwrap();
     assert_eq!(event.event_type, EventType::NodeDataChanged);

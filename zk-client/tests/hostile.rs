@@ -200,6 +200,57 @@ async fn a_multi_reply_with_fewer_results_than_ops_is_an_error_not_a_panic() {
     );
 }
 
+/// A multi reply of `headers` (`(op, err)` each, then the end marker): results with no body.
+fn multi_reply(headers: &[(OpCode, i32)]) -> bytes::BytesMut {
+    let mut body = bytes::BytesMut::new();
+    for &(op, err) in headers {
+        zk_proto::Record::encode(
+            &MultiHeader {
+                op: op.as_i32(),
+                done: false,
+                err,
+            },
+            &mut body,
+        );
+        if op == OpCode::Error {
+            body.put_i32(err);
+        }
+    }
+    zk_proto::Record::encode(
+        &MultiHeader {
+            op: -1,
+            done: true,
+            err: -1,
+        },
+        &mut body,
+    );
+    body
+}
+
+#[tokio::test]
+async fn a_multi_reply_whose_results_do_not_match_the_ops_is_an_error() {
+    // A result of another kind than its op, or a failed multi whose results all say Ok: a
+    // create's path or a write's outcome must never be made up.
+    let cases: [&[(OpCode, i32)]; 2] = [
+        &[(OpCode::Check, 0), (OpCode::Delete, 0)],
+        &[(OpCode::Error, 0), (OpCode::Error, 0)],
+    ];
+    for headers in cases {
+        let server = FakeServer::start().await;
+        let (client, mut conn) = connect(&server, 0xa2, 10_000).await;
+        let call = client.multi(&[Op::check("/a", None), Op::set_data("/b", b"x", None)]);
+        let req = conn.read_non_ping().await.unwrap();
+        assert_eq!(req.op, OpCode::Multi.as_i32());
+        conn.reply(req.xid, 4, ErrorCode::Ok, &multi_reply(headers))
+            .await;
+        let result = within("multi", call).await;
+        assert!(
+            matches!(result, Err(Error::UnexpectedReply(_))),
+            "{headers:?}: {result:?}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_session_given_up_locally_is_closed_on_the_server_once_one_answers() {
     // The server goes silent (as during a quorum loss): the client declares the session

@@ -278,7 +278,8 @@ impl Client {
     /// `Error::Multi { index, code }` when op `index` failed with `code` (nothing was
     /// applied); `InvalidPath`/`InvalidAcl`/`InvalidArgument` for an op rejected before
     /// sending; `Unimplemented` for a container or TTL create the server does not have
-    /// (nothing sent); `UnexpectedReply` when the reply has another number of results than `ops`;
+    /// (nothing sent); `UnexpectedReply` when the reply has another number of results than `ops`
+    /// or a result of another kind than its op;
     /// plus the session errors.
     pub fn multi(
         &self,
@@ -301,12 +302,14 @@ impl Client {
             })
             .collect::<Result<Vec<_>>>()
             .map(|ops| {
+                let kinds: Vec<OpCode> = ops.iter().map(MultiOp::op_code).collect();
                 let mut body = BytesMut::new();
                 MultiRequest { ops }.encode(&mut body);
-                self.request(OpCode::Multi, body, None)
+                (kinds, self.request(OpCode::Multi, body, None))
             });
         async move {
-            let resp: MultiResponse = decode_prefix(reply?.await?)?;
+            let (kinds, reply) = reply?;
+            let resp: MultiResponse = decode_prefix(reply.await?)?;
             check_count(resp.results.len(), expected)?;
             if let Some((index, code)) =
                 resp.results.iter().enumerate().find_map(|(i, r)| match r {
@@ -318,23 +321,8 @@ impl Client {
             }
             resp.results
                 .into_iter()
-                .map(|r| {
-                    Ok(match r {
-                        MultiResult::Create2(r) => OpResult::Create {
-                            path: chroot.strip_owned(r.path),
-                            stat: Some(r.stat),
-                        },
-                        MultiResult::Create(r) => OpResult::Create {
-                            path: chroot.strip_owned(r.path),
-                            stat: None,
-                        },
-                        MultiResult::Delete => OpResult::Delete,
-                        MultiResult::SetData(r) => OpResult::SetData { stat: r.stat },
-                        MultiResult::Check => OpResult::Check,
-                        MultiResult::Error(_) => OpResult::Check,
-                        _ => return Err(Error::Server(ErrorCode::MarshallingError)),
-                    })
-                })
+                .zip(kinds)
+                .map(|(r, kind)| op_result(kind, r, &chroot))
                 .collect()
         }
     }
@@ -441,6 +429,34 @@ impl Client {
 
 /// A multi reply must have one result per op: anything else is the server breaking the
 /// protocol, and results could be matched to the wrong ops.
+/// The result of one op of a multi that applied: `UnexpectedReply` when the server's result
+/// is of another kind than the op (an `Error` result with code 0 included), so that no
+/// create's path or write's `Stat` is ever made up.
+fn op_result(kind: OpCode, result: MultiResult, chroot: &Chroot) -> Result<OpResult> {
+    let create = matches!(
+        kind,
+        OpCode::Create | OpCode::Create2 | OpCode::CreateContainer | OpCode::CreateTtl
+    );
+    Ok(match result {
+        MultiResult::Create2(r) if create => OpResult::Create {
+            path: chroot.strip_owned(r.path),
+            stat: Some(r.stat),
+        },
+        MultiResult::Create(r) if create => OpResult::Create {
+            path: chroot.strip_owned(r.path),
+            stat: None,
+        },
+        MultiResult::Delete if kind == OpCode::Delete => OpResult::Delete,
+        MultiResult::SetData(r) if kind == OpCode::SetData => OpResult::SetData { stat: r.stat },
+        MultiResult::Check if kind == OpCode::Check => OpResult::Check,
+        _ => {
+            return Err(Error::UnexpectedReply(
+                "a multi result is of another kind than its op",
+            ))
+        }
+    })
+}
+
 fn check_count(results: usize, ops: usize) -> Result<()> {
     if results == ops {
         Ok(())

@@ -15,6 +15,7 @@
 //! parser does not model (`group.N`, `weight.N` of hierarchical quorums) are kept in
 //! [`EnsembleConfig::raw`] only.
 
+use std::collections::HashSet;
 use std::fmt;
 
 /// What a member does in the ensemble.
@@ -169,6 +170,8 @@ impl EnsembleConfig {
     /// that does not parse, a duplicate id, or a `version` that is not hex.
     pub fn parse(text: &str) -> Result<EnsembleConfig, ConfigParseError> {
         let mut members: Vec<Member> = Vec::new();
+        // Ids seen so far: a config of many lines is checked in linear time.
+        let mut ids = HashSet::new();
         let mut version = 0;
         for (i, line) in text.lines().enumerate() {
             let err = |reason: String| ConfigParseError {
@@ -186,7 +189,7 @@ impl EnsembleConfig {
                 let id: u64 = id
                     .parse()
                     .map_err(|_| err(format!("bad server id {id:?}")))?;
-                if members.iter().any(|m| m.id == id) {
+                if !ids.insert(id) {
                     return Err(err(format!("server.{id} appears twice")));
                 }
                 members.push(parse_member(id, value).map_err(err)?);

@@ -56,10 +56,9 @@ pub enum Error {
     /// The client was closed.
     #[error("client closed")]
     Closed,
-    /// A local bound elapsed: the first connect, a call waiting for a reconnect, or a call
-    /// the server did not answer within the
-    /// [`request_timeout`](crate::ClientBuilder::request_timeout). The operation may or may
-    /// not have been applied.
+    /// A local bound elapsed: the first connect, or a call the server did not answer within
+    /// the [`request_timeout`](crate::ClientBuilder::request_timeout). The operation may or
+    /// may not have been applied.
     #[error("timed out")]
     Timeout,
     /// A request is larger than the server accepts (its `jute.maxbuffer`; see

@@ -84,7 +84,7 @@ pub(crate) fn analyse(path: &str, nodes: Vec<Node>, now_ms: i64) -> Report {
             revoke_requested: node.data == REVOKE_MESSAGE,
             data: utf8(&node.data).or_else(|| Some(format!("<{} bytes>", node.data.len()))),
             owner_session: (node.ephemeral_owner != 0).then(|| session_hex(node.ephemeral_owner)),
-            age_ms: now_ms - node.ctime,
+            age_ms: now_ms.saturating_sub(node.ctime),
             ctime: node.ctime,
             name: node.name,
             library: naming.library,

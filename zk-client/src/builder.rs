@@ -59,6 +59,10 @@ impl Client {
     /// # Errors
     ///
     /// See [`ClientBuilder::connect`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`ClientBuilder::connect`].
     pub async fn connect(connect_string: &str) -> Result<Client> {
         Self::builder(connect_string).connect().await
     }

@@ -379,6 +379,12 @@ impl LockGuard {
     /// gone), with `Multi { index: i + 1, .. }` when `ops[i]` failed, with the client's
     /// session errors, and with `Protocol` when the server's reply does not have one result
     /// per op.
+    ///
+    /// # Cancel safety
+    ///
+    /// The transaction is sent when the future is first polled (after the fence's read, for an
+    /// exclusive lock); dropping the future loses only the outcome (the transaction may have
+    /// applied).
     pub async fn fenced(&self, ops: &[Op]) -> Result<Vec<OpResult>> {
         if let LockState::Lost(reason) = self.hold.current() {
             return Err(Error::LockLost(reason));

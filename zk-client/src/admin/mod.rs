@@ -245,6 +245,10 @@ impl Server {
     /// # Errors
     ///
     /// See [`send`](Self::send); `Malformed` for any other answer.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`send`](Self::send).
     pub async fn ruok(&self) -> Result<(), AdminError> {
         self.parsed("ruok", |a| match a.trim() {
             "imok" => Ok(()),
@@ -258,6 +262,10 @@ impl Server {
     /// # Errors
     ///
     /// See [`send`](Self::send); `NotServing` for a member without quorum; `Malformed`.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`send`](Self::send).
     pub async fn srvr(&self) -> Result<ServerStats, AdminError> {
         self.parsed("srvr", ServerStats::parse_text).await
     }
@@ -268,6 +276,10 @@ impl Server {
     /// # Errors
     ///
     /// As [`srvr`](Self::srvr).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`send`](Self::send).
     pub async fn stat(&self) -> Result<ServerStats, AdminError> {
         self.parsed("stat", ServerStats::parse_text).await
     }
@@ -277,6 +289,10 @@ impl Server {
     /// # Errors
     ///
     /// As [`srvr`](Self::srvr).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`send`](Self::send).
     pub async fn mntr(&self) -> Result<Monitor, AdminError> {
         self.parsed("mntr", Monitor::parse_text).await
     }
@@ -287,6 +303,10 @@ impl Server {
     /// # Errors
     ///
     /// As [`srvr`](Self::srvr).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`send`](Self::send).
     pub async fn conf(&self) -> Result<ServerConf, AdminError> {
         self.parsed("conf", ServerConf::parse_text).await
     }
@@ -297,6 +317,10 @@ impl Server {
     /// # Errors
     ///
     /// As [`srvr`](Self::srvr).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`send`](Self::send).
     pub async fn cons(&self) -> Result<Vec<Connection>, AdminError> {
         self.parsed("cons", Connection::parse_all_text).await
     }
@@ -306,6 +330,10 @@ impl Server {
     /// # Errors
     ///
     /// As [`srvr`](Self::srvr).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`send`](Self::send).
     pub async fn wchs(&self) -> Result<WatchSummary, AdminError> {
         self.parsed("wchs", WatchSummary::parse_text).await
     }
@@ -316,6 +344,10 @@ impl Server {
     /// # Errors
     ///
     /// As [`srvr`](Self::srvr).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`send`](Self::send).
     pub async fn wchc(&self) -> Result<Vec<SessionWatches>, AdminError> {
         self.parsed("wchc", SessionWatches::parse_all_text).await
     }
@@ -325,6 +357,10 @@ impl Server {
     /// # Errors
     ///
     /// As [`srvr`](Self::srvr).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`send`](Self::send).
     pub async fn envi(&self) -> Result<Environment, AdminError> {
         self.parsed("envi", Environment::parse_text).await
     }
@@ -335,6 +371,10 @@ impl Server {
     /// # Errors
     ///
     /// As [`srvr`](Self::srvr); `NotServing` when the server answers `null` (not serving).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`send`](Self::send).
     pub async fn isro(&self) -> Result<bool, AdminError> {
         let answer = self.send("isro").await?;
         match answer.trim() {

@@ -51,6 +51,12 @@ impl DistributedBarrier {
     /// # Errors
     ///
     /// `NoAuth` and the session errors (connection losses are waited out).
+    ///
+    /// # Cancel safety
+    ///
+    /// The create is sent when the future is first polled (once the local address, Curator's
+    /// default data, is known); dropping the future loses only the outcome (the node may have
+    /// been created).
     pub async fn set_barrier(&self) -> Result<()> {
         create_if_absent(
             &self.client,
@@ -67,6 +73,11 @@ impl DistributedBarrier {
     /// # Errors
     ///
     /// `NoAuth` and the session errors (connection losses are waited out).
+    ///
+    /// # Cancel safety
+    ///
+    /// The delete is sent when the future is first polled; dropping the future loses only the
+    /// outcome (the node may have been deleted).
     pub async fn remove_barrier(&self) -> Result<()> {
         delete_guaranteed(&self.client, &self.path, None)
             .await

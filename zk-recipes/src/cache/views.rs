@@ -63,6 +63,10 @@ impl NodeCache {
     /// # Errors
     ///
     /// As [`Cache::ready`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
     pub async fn ready(&self) -> Result<()> {
         self.cache.ready().await
     }
@@ -186,6 +190,10 @@ impl ChildrenCache {
     /// # Errors
     ///
     /// As [`Cache::ready`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
     pub async fn ready(&self) -> Result<()> {
         self.cache.ready().await
     }

@@ -145,6 +145,11 @@ impl ServiceDiscovery {
     ///
     /// [`Error::InvalidArgument`] when the instance is not registered through this object;
     /// the write's errors.
+    ///
+    /// # Cancel safety
+    ///
+    /// A dynamic instance's data is replaced, and a static one's write sent, when the future is
+    /// first polled; dropping it afterwards loses only the outcome of the write.
     pub async fn update(&self, instance: &ServiceInstance) -> Result<()> {
         let key = (instance.name.clone(), instance.id.clone());
         let json = instance.to_json();
@@ -190,6 +195,10 @@ impl ServiceDiscovery {
     /// # Errors
     ///
     /// `NoAuth` and the session errors (connection losses are waited out).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
     pub async fn query_for_names(&self) -> Result<Vec<String>> {
         let client = self.client();
         match retrying(&client, || client.get_children(&self.base)).await {
@@ -208,6 +217,10 @@ impl ServiceDiscovery {
     /// # Errors
     ///
     /// `NoAuth` and the session errors (connection losses are waited out).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
     pub async fn query_for_instances(&self, name: &str) -> Result<Vec<ServiceInstance>> {
         let client = self.client();
         let path = self.service_path(name);
@@ -230,6 +243,10 @@ impl ServiceDiscovery {
     /// # Errors
     ///
     /// As [`query_for_instances`](Self::query_for_instances).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
     pub async fn query_for_instance(
         &self,
         name: &str,
@@ -264,6 +281,11 @@ impl ServiceDiscovery {
     /// # Errors
     ///
     /// The first delete's error (the others are still attempted).
+    ///
+    /// # Cancel safety
+    ///
+    /// The registrations are forgotten when the future is first polled; the dynamic instances'
+    /// deletes go on in the background if the future is dropped.
     pub async fn close(&self) -> Result<()> {
         let drained: Vec<Registration> = self
             .registered

@@ -117,7 +117,7 @@ impl Inner {
 /// the same from anywhere the guard is. Two branches of one `join!` are the same task: do not
 /// acquire from both.
 ///
-/// # Cancellation safety
+/// # Cancel safety
 ///
 /// Dropping an `acquire` future at any point leaves no node behind in a live session: if it
 /// had created its node (or might have: a create whose reply is lost), the node is found by

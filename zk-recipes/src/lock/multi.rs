@@ -60,7 +60,7 @@ fn remaining(deadline: Option<Instant>) -> Option<std::time::Duration> {
 /// acquisition returns. Give every process the same order, or two of them can each hold a
 /// part and wait for the other's forever (until their timeouts).
 ///
-/// # Cancellation safety
+/// # Cancel safety
 ///
 /// Dropping an acquisition releases the locks it had taken (in reverse order, in the
 /// background), and the lock it was waiting for leaves nothing behind, as each lock's own

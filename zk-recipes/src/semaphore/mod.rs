@@ -58,7 +58,7 @@ pub type Lease = LockGuard;
 /// released lease wakes one waiter. A waiting lease node that someone else deletes is made
 /// again and the wait goes on.
 ///
-/// # Cancellation safety
+/// # Cancel safety
 ///
 /// Dropping an acquisition at any point leaves no lease node behind in a live session: a
 /// node it created (or may have created: a create whose reply was lost) is found by its guid

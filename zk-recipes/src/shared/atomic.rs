@@ -201,6 +201,10 @@ impl DistributedAtomicLong {
     ///
     /// `Server(DataInconsistency)` for 1 to 7 bytes of data; `NoAuth` and the session
     /// errors (connection losses are waited out).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
     pub async fn get(&self) -> Result<AtomicValue<i64>> {
         let client = &self.client;
         let value = match retrying(client, || client.get_data(&self.path)).await {
@@ -221,6 +225,10 @@ impl DistributedAtomicLong {
     /// # Errors
     ///
     /// See [`add`](Self::add).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`add`](Self::add).
     pub async fn increment(&self) -> Result<AtomicValue<i64>> {
         self.add(1).await
     }
@@ -230,6 +238,10 @@ impl DistributedAtomicLong {
     /// # Errors
     ///
     /// See [`add`](Self::add).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`add`](Self::add).
     pub async fn decrement(&self) -> Result<AtomicValue<i64>> {
         self.add(-1).await
     }
@@ -239,6 +251,10 @@ impl DistributedAtomicLong {
     /// # Errors
     ///
     /// See [`add`](Self::add).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`add`](Self::add).
     pub async fn subtract(&self, delta: i64) -> Result<AtomicValue<i64>> {
         self.add(delta.wrapping_neg()).await
     }
@@ -265,6 +281,10 @@ impl DistributedAtomicLong {
     /// # Errors
     ///
     /// As [`add`](Self::add).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`add`](Self::add).
     pub async fn try_set(&self, value: i64) -> Result<AtomicValue<i64>> {
         self.update(move |_| value).await
     }
@@ -275,6 +295,10 @@ impl DistributedAtomicLong {
     /// # Errors
     ///
     /// As [`add`](Self::add).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future may leave its one write applied (whose outcome is then unknown).
     pub async fn compare_and_set(&self, expected: i64, new: i64) -> Result<AtomicValue<i64>> {
         let started = Instant::now();
         let client = &self.client;
@@ -318,6 +342,11 @@ impl DistributedAtomicLong {
     ///
     /// `ConnectionLoss` when the create's outcome is unknown, `NoAuth` and the session
     /// errors.
+    ///
+    /// # Cancel safety
+    ///
+    /// The create is sent when the future is first polled; dropping the future loses only the
+    /// outcome (the node may have been created).
     pub async fn initialize(&self, value: i64) -> Result<bool> {
         let options = CreateOptions::new(CreateMode::Persistent).with_container_parents(true);
         match self
@@ -337,6 +366,11 @@ impl DistributedAtomicLong {
     ///
     /// `NoAuth` and the session errors (an unconditional write is safe to repeat, so
     /// connection losses are waited out).
+    ///
+    /// # Cancel safety
+    ///
+    /// Requests are sent when the future is first polled; dropping the future loses only the
+    /// outcome: the node may have been created or set.
     pub async fn force_set(&self, value: i64) -> Result<()> {
         let client = &self.client;
         let data = encode_i64(value);

@@ -5,7 +5,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use tracing::{debug, warn};
 use zk_client::{Client, Op, OpResult, Stat, Transitions};
-use zk_proto::DecodeError;
 
 use crate::error::{Error, LossReason, Result};
 use crate::queue::{delete_guaranteed, in_background, BoxTask, OnDrop, Released};
@@ -377,8 +376,8 @@ impl LockGuard {
     /// exclusive lock, when the node at its path is no longer ours);
     /// [`Error::Client`] with `Multi { index: 0, .. }` when the check failed (the node is
     /// gone), with `Multi { index: i + 1, .. }` when `ops[i]` failed, with the client's
-    /// session errors, and with `Protocol` when the server's reply does not have one result
-    /// per op.
+    /// session errors, and with `UnexpectedReply` when the server's reply does not have one
+    /// result of the op's kind per op.
     ///
     /// # Cancel safety
     ///
@@ -476,24 +475,15 @@ impl Drop for LockGuard {
 /// breaking the protocol (a multi answers every op, in order); it is reported, never
 /// indexed into.
 fn without_check(results: Vec<OpResult>, ops: usize) -> Result<Vec<OpResult>> {
-    let mismatch = |value: usize| {
-        Error::Client(zk_client::Error::Protocol(DecodeError::InvalidValue {
-            field: "multi result count",
-            value: i32::try_from(value).unwrap_or(i32::MAX),
-        }))
-    };
+    // `Client::multi` already checks both; the client's error for it is kept here too.
+    let unexpected = |what| Err(Error::Client(zk_client::Error::UnexpectedReply(what)));
     if results.len() != ops + 1 {
-        return Err(mismatch(results.len()));
+        return unexpected("a fenced multi's reply has another number of results than its ops");
     }
     let mut results = results.into_iter();
     match results.next() {
         Some(OpResult::Check) => Ok(results.collect()),
-        _ => Err(Error::Client(zk_client::Error::Protocol(
-            DecodeError::InvalidValue {
-                field: "multi result of the lock node check",
-                value: 0,
-            },
-        ))),
+        _ => unexpected("a fenced multi's first result is not its lock node check"),
     }
 }
 
@@ -515,7 +505,7 @@ mod tests {
     }
 
     #[test]
-    fn fenced_result_count_mismatch_is_a_protocol_error_not_a_panic() {
+    fn fenced_result_mismatch_is_the_clients_unexpected_reply_not_a_panic() {
         for (results, ops) in [
             (vec![], 0),
             (vec![], 2),
@@ -525,7 +515,7 @@ mod tests {
         ] {
             let err = without_check(results.clone(), ops).unwrap_err();
             assert!(
-                matches!(err, Error::Client(zk_client::Error::Protocol(_))),
+                matches!(err, Error::Client(zk_client::Error::UnexpectedReply(_))),
                 "{results:?} for {ops} ops: {err:?}"
             );
         }

@@ -82,7 +82,7 @@ impl TermLog {
                         open = Some((log.len() - 1, term.number));
                     }
                 }
-                if state == Leadership::Closed {
+                if state == Leadership::Ended {
                     break;
                 }
                 state = rx.changed().await;

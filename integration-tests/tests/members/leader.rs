@@ -44,7 +44,7 @@ async fn leadership_moves_in_queue_order_on_close_and_never_overlaps() {
     assert!(a.is_leader() && !c.is_leader() && !d.is_leader());
 
     a.close().await.unwrap();
-    assert_eq!(a.leadership(), Leadership::Closed);
+    assert_eq!(a.leadership(), Leadership::Ended);
     leads(c).await;
     assert_eq!(d.leader().await.unwrap().unwrap().id(), "c");
     c.close().await.unwrap();

@@ -6,7 +6,7 @@ use std::future::Future;
 
 use bytes::Bytes;
 use zk_proto::records::{
-    ExistsRequest, ExistsResponse, GetChildrenRequest, GetChildrenResponse, GetDataRequest,
+    ExistsRequest, ExistsResponse, GetChildren2Request, GetChildren2Response, GetDataRequest,
     GetDataResponse,
 };
 use zk_proto::{decode_prefix, OpCode, Stat};
@@ -58,14 +58,14 @@ impl Client {
         }
     }
 
-    /// [`get_children`](Self::get_children) that leaves a child watch (fires on
-    /// `NodeChildrenChanged` or `NodeDeleted`), with where its reply arrived ([`Stamped`]).
-    /// No watch is left when the call fails.
+    /// [`get_children_watch`](Self::get_children_watch) with where its reply arrived among
+    /// this client's replies and watch events ([`Stamped`]). No watch is left when the call
+    /// fails.
     ///
     /// ```no_run
     /// # async fn f(client: zk_client::Client) -> zk_client::Result<()> {
     /// let read = client.get_children_watch_stamped("/workers").await;
-    /// let (names, watcher) = read.result?;
+    /// let (names, _stat, watcher) = read.result?;
     /// # let _ = (names, watcher); Ok(()) }
     /// ```
     ///
@@ -76,12 +76,12 @@ impl Client {
     pub fn get_children_watch_stamped(
         &self,
         path: &str,
-    ) -> impl Future<Output = Stamped<(Vec<String>, Watcher)>> + Send + 'static {
+    ) -> impl Future<Output = Stamped<(Vec<String>, Stat, Watcher)>> + Send + 'static {
         let reply = self.server_path(path).map(|path| {
             let (action, watcher) = one_shot(self, path.clone(), WatchKind::Child);
-            let body = encode(&GetChildrenRequest { path, watch: true });
+            let body = encode(&GetChildren2Request { path, watch: true });
             (
-                self.request(OpCode::GetChildren, body, Some(action)),
+                self.request(OpCode::GetChildren2, body, Some(action)),
                 watcher,
             )
         });
@@ -92,8 +92,8 @@ impl Client {
             };
             let (arrival, body) = reply.answer().await;
             let result = body.and_then(|body| {
-                let resp: GetChildrenResponse = decode_prefix(body)?;
-                Ok((resp.children, watcher))
+                let resp: GetChildren2Response = decode_prefix(body)?;
+                Ok((resp.children, resp.stat, watcher))
             });
             Stamped::new(arrival, result)
         }

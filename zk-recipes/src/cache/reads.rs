@@ -259,7 +259,7 @@ impl Reads {
                         arrival, result, ..
                     } = f.await;
                     match result {
-                        Ok((names, w)) => (arrival, Reply::Children(Ok(names)), Some(w)),
+                        Ok((names, _, w)) => (arrival, Reply::Children(Ok(names)), Some(w)),
                         Err(e) => (arrival, Reply::Children(Err(e)), None),
                     }
                 })

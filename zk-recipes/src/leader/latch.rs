@@ -157,7 +157,7 @@ impl LeaderLatch {
     /// Cancel safe: it only observes.
     pub async fn ready(&self) -> Result<Term> {
         let mut rx = self.inner.state.subscribe();
-        // `Closed` is final, so this ends with it at the latest.
+        // `Ended` is final, so this ends with it at the latest.
         match rx.wait_for(|s| s.is_leader()).await {
             Leadership::Leader(term) => Ok(term),
             _ => Err(Error::Client(zk_client::Error::Closed)),
@@ -273,7 +273,7 @@ async fn run(ctx: Ctx, mut sessions: Sessions, stop: CancellationToken) {
     }
     ctx.step_down();
     remove_own(&ctx).await;
-    ctx.state.publish(Leadership::Closed);
+    ctx.state.publish(Leadership::Ended);
 }
 
 /// Removes every node of the current session's guid (requests are ordered at call time, so

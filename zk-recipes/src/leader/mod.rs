@@ -51,11 +51,11 @@ pub enum LeadershipPolicy {
 
 impl zk_client::Observable for Leadership {
     fn is_final(&self) -> bool {
-        *self == Leadership::Closed
+        *self == Leadership::Ended
     }
 
     fn when_gone(_last: &Self) -> Self {
-        Leadership::Closed
+        Leadership::Ended
     }
 }
 
@@ -83,8 +83,9 @@ pub enum Leadership {
     Follower,
     /// The leader, in this term.
     Leader(Term),
-    /// The latch was closed or its session manager ended. Terminal.
-    Closed,
+    /// The latch was closed or its session manager ended. Terminal (as `Ended` of every
+    /// other family's state).
+    Ended,
 }
 
 impl Leadership {

@@ -142,7 +142,7 @@ impl LeaderSelector {
     }
 
     /// Follows our leadership: `Leader(term)` while the work runs, `Follower` between
-    /// terms, `Closed` once the selector stopped (closed, or done without re-queue).
+    /// terms, `Ended` once the selector stopped (closed, or done without re-queue).
     pub fn watch(&self) -> Transitions<Leadership> {
         self.state.subscribe()
     }
@@ -172,7 +172,7 @@ impl LeaderSelector {
     ///
     /// Cancel safe: it only observes.
     pub async fn finished(&self) {
-        // `Closed` is final: this ends with it.
+        // `Ended` is final: this ends with it.
         let _ = self.state.subscribe().wait_for(|_| false).await;
     }
 
@@ -224,7 +224,7 @@ async fn run<F, Fut>(
             }
         }
     }
-    state.publish(Leadership::Closed);
+    state.publish(Leadership::Ended);
 }
 
 /// Queues once, runs the work while leading, leaves. `Ok(true)` when the turn ended

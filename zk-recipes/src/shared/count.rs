@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use zk_client::{Client, Observable, Publisher, Transitions};
 
-use super::value::{SharedState, SharedValue, Versioned};
+use super::value::{SharedState, SharedValue, VersionedValue};
 use crate::error::{Error, Result};
 
 /// Encodes a count as Curator does: 4 bytes, big-endian two's complement.
@@ -27,8 +27,8 @@ pub(crate) fn decode_i32(data: &[u8]) -> Result<i32> {
     Ok(i32::from_be_bytes(head))
 }
 
-fn decode_versioned(v: Versioned<Bytes>) -> Result<Versioned<i32>> {
-    Ok(Versioned {
+fn decode_versioned(v: VersionedValue<Bytes>) -> Result<VersionedValue<i32>> {
+    Ok(VersionedValue {
         version: v.version,
         value: decode_i32(&v.value)?,
     })
@@ -142,7 +142,7 @@ impl SharedCount {
     /// # Errors
     ///
     /// As [`count`](Self::count).
-    pub fn versioned(&self) -> Result<Versioned<i32>> {
+    pub fn versioned(&self) -> Result<VersionedValue<i32>> {
         decode_versioned(self.value.value())
     }
 
@@ -174,7 +174,7 @@ impl SharedCount {
     /// # Cancel safety
     ///
     /// As [`SharedValue::set_value`].
-    pub async fn try_set_count(&self, expected: &Versioned<i32>, count: i32) -> Result<bool> {
+    pub async fn try_set_count(&self, expected: &VersionedValue<i32>, count: i32) -> Result<bool> {
         let current = self.value.value();
         match decode_i32(&current.value) {
             Ok(value) if value == expected.value && current.version == expected.version => {

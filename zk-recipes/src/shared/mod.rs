@@ -17,4 +17,4 @@ mod value;
 
 pub use atomic::{AtomicRetry, AtomicStats, AtomicValue, DistributedAtomicLong, PromotedToLock};
 pub use count::SharedCount;
-pub use value::{SharedState, SharedValue, Versioned};
+pub use value::{SharedState, SharedValue, VersionedValue};

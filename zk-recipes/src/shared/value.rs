@@ -18,9 +18,9 @@ use crate::retry::{gave_up, retry_after, retrying, turns};
 use crate::session::{Background, NoNext, Sessions, Source};
 
 /// A value together with the version of the node it was read from (the `version` a
-/// compare-and-set must match).
+/// compare-and-set must match): Curator's `VersionedValue`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Versioned<T> {
+pub struct VersionedValue<T> {
     /// The node's data version (`Stat::version`) the value was read at.
     pub version: i32,
     /// The value.
@@ -34,7 +34,7 @@ pub struct Versioned<T> {
 #[non_exhaustive]
 pub enum SharedState<T> {
     /// The value now, with the version it was read at.
-    Current(Versioned<T>),
+    Current(VersionedValue<T>),
     /// [`SharedCount`](super::SharedCount) only: the node holds fewer than 4 bytes, not a
     /// count (at this version). Following goes on.
     Invalid {
@@ -74,8 +74,8 @@ impl Snapshot {
         }
     }
 
-    fn versioned(&self) -> Versioned<Bytes> {
-        Versioned {
+    fn versioned(&self) -> VersionedValue<Bytes> {
+        VersionedValue {
             version: self.version,
             value: self.value.clone(),
         }
@@ -213,7 +213,7 @@ impl SharedValue {
     }
 
     /// The cached value and its version.
-    pub fn value(&self) -> Versioned<Bytes> {
+    pub fn value(&self) -> VersionedValue<Bytes> {
         self.inner.cache.borrow().versioned()
     }
 
@@ -289,7 +289,7 @@ impl SharedValue {
     /// # Cancel safety
     ///
     /// As [`set_value`](Self::set_value).
-    pub async fn try_set_value(&self, expected: &Versioned<Bytes>, value: &[u8]) -> Result<bool> {
+    pub async fn try_set_value(&self, expected: &VersionedValue<Bytes>, value: &[u8]) -> Result<bool> {
         self.check_open()?;
         if self.value() != *expected {
             return Ok(false);

@@ -289,7 +289,11 @@ impl SharedValue {
     /// # Cancel safety
     ///
     /// As [`set_value`](Self::set_value).
-    pub async fn try_set_value(&self, expected: &VersionedValue<Bytes>, value: &[u8]) -> Result<bool> {
+    pub async fn try_set_value(
+        &self,
+        expected: &VersionedValue<Bytes>,
+        value: &[u8],
+    ) -> Result<bool> {
         self.check_open()?;
         if self.value() != *expected {
             return Ok(false);

@@ -40,8 +40,10 @@ pub enum Error {
     /// The lock is (or the queue position was) lost.
     #[error("lock lost: {0}")]
     LockLost(LossReason),
-    /// The lock path is not usable (for example it ends with `/`).
-    #[error("invalid lock path {path:?}: {reason}")]
+    /// A recipe's base path is not usable (for example it ends with `/`), found before any
+    /// request. A path the client refuses comes as [`Error::Client`] with the client's
+    /// `InvalidPath`.
+    #[error("invalid path {path:?}: {reason}")]
     InvalidPath {
         /// The path given.
         path: String,

@@ -62,7 +62,7 @@ async fn admin_server_commands_match_the_four_letter_words() {
     // Unknown commands and bad names are named errors.
     assert!(matches!(
         admin.command("no_such_command").await,
-        Err(AdminError::NotAllowed { .. })
+        Err(AdminError::Unknown { .. })
     ));
     assert!(matches!(
         admin.command("../x").await,

@@ -70,9 +70,9 @@ impl AdminServer {
     /// # Errors
     ///
     /// `InvalidCommand` for a name that is not a plain word (nothing sent); `Io`, `Timeout`,
-    /// `TooLarge`; `NotAllowed` when the server does not know the command ("Unknown
-    /// command", HTTP 404) or
-    /// refuses it (401/403: 3.9's authenticated commands); `NotServing` when the server says
+    /// `TooLarge`; `Unknown` when the server does not know the command ("Unknown command",
+    /// HTTP 404); `Unauthorized` when it refuses it (401/403: 3.9's authenticated commands);
+    /// `NotServing` when the server says
     /// it is not serving; `Malformed` for an answer that is not a JSON object, or one whose
     /// `error` field is set.
     ///
@@ -126,11 +126,11 @@ impl AdminServer {
             .nth(1)
             .and_then(|s| s.parse().ok())
             .ok_or_else(|| malformed(format!("no HTTP status in {:?}", short(head))))?;
-        if matches!(status, 401 | 403 | 404) {
-            return Err(AdminError::NotAllowed {
-                addr: self.addr.clone(),
-                command: name.to_owned(),
-            });
+        let (addr, command) = (self.addr.clone(), name.to_owned());
+        match status {
+            401 | 403 => return Err(AdminError::Unauthorized { addr, command }),
+            404 => return Err(AdminError::Unknown { addr, command }),
+            _ => {}
         }
         let value: Value = serde_json::from_str(body.trim())
             .map_err(|e| malformed(format!("HTTP {status}, not JSON ({e}): {:?}", short(body))))?;
@@ -143,7 +143,7 @@ impl AdminServer {
                         addr: self.addr.clone(),
                     })
                 } else if e.starts_with("Unknown command") || e.contains("not found") {
-                    Err(AdminError::NotAllowed {
+                    Err(AdminError::Unknown {
                         addr: self.addr.clone(),
                         command: name.to_owned(),
                     })
@@ -264,7 +264,11 @@ mod tests {
         assert_eq!(ok["command"], "ruok");
         assert!(matches!(
             admin.interpret("nope", b"HTTP/1.1 404 Not Found\r\n\r\n"),
-            Err(AdminError::NotAllowed { .. })
+            Err(AdminError::Unknown { .. })
+        ));
+        assert!(matches!(
+            admin.interpret("mntr", b"HTTP/1.1 403 Forbidden\r\n\r\n"),
+            Err(AdminError::Unauthorized { .. })
         ));
         assert!(matches!(
             admin.interpret(

@@ -93,6 +93,23 @@ pub enum AdminError {
         /// The word sent.
         command: String,
     },
+    /// The AdminServer does not know this command ("Unknown command", HTTP 404).
+    #[error("{addr}: the AdminServer has no command {command}")]
+    Unknown {
+        /// The server address.
+        addr: String,
+        /// The command sent.
+        command: String,
+    },
+    /// The AdminServer refuses this command to us (HTTP 401 or 403: 3.9's authenticated
+    /// commands).
+    #[error("{addr}: the AdminServer refuses {command} (not authorized)")]
+    Unauthorized {
+        /// The server address.
+        addr: String,
+        /// The command sent.
+        command: String,
+    },
     /// The server runs but does not serve (a member without quorum, or still starting).
     #[error("{addr}: not currently serving requests")]
     NotServing {

@@ -285,13 +285,15 @@ mod tests {
     }
 
     /// A server without containers (before 3.5) answers their create with `Unimplemented`:
-    /// `create_all` makes the parents persistent instead, as Curator falls back.
+    /// `create_all` asked for container parents makes them persistent instead, as Curator
+    /// falls back.
     #[tokio::test]
     async fn parents_fall_back_to_persistent_without_containers() {
         let server = FakeServer::start().await;
         let (client, mut conn) = connect_client(&server, "", 9, 30_000, |b| b).await;
         let made = tokio::spawn(async move {
-            create_all(&client, "/a/b", b"x", &CreateOptions::persistent()).await
+            let options = CreateOptions::persistent().with_container_parents(true);
+            create_all(&client, "/a/b", b"x", &options).await
         });
         answer(&mut conn, OpCode::Create2, "/a/b", ErrorCode::NoNode).await;
         answer(

@@ -231,9 +231,11 @@ fn multi_reply(headers: &[(OpCode, i32)]) -> bytes::BytesMut {
 async fn a_multi_reply_whose_results_do_not_match_the_ops_is_an_error() {
     // A result of another kind than its op, or a failed multi whose results all say Ok: a
     // create's path or a write's outcome must never be made up.
-    let cases: [&[(OpCode, i32)]; 2] = [
+    let cases: [&[(OpCode, i32)]; 3] = [
         &[(OpCode::Check, 0), (OpCode::Delete, 0)],
         &[(OpCode::Error, 0), (OpCode::Error, 0)],
+        // More results than ops: decoded only up to one too many.
+        &[(OpCode::Check, 0); 1000],
     ];
     for headers in cases {
         let server = FakeServer::start().await;

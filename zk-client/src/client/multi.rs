@@ -7,7 +7,7 @@ use zk_proto::records::{
     CheckVersionRequest, DeleteRequest, GetChildrenRequest, GetDataRequest, MultiOp, MultiRequest,
     MultiResponse, MultiResult, SetDataRequest,
 };
-use zk_proto::{decode_prefix, ErrorCode, OpCode, Record, Stat};
+use zk_proto::{ErrorCode, OpCode, Record, Stat};
 
 use super::node::create_op;
 use super::{Client, CreateOptions};
@@ -309,7 +309,7 @@ impl Client {
             });
         async move {
             let (kinds, reply) = reply?;
-            let resp: MultiResponse = decode_prefix(reply.await?)?;
+            let resp = MultiResponse::decode_at_most(&mut reply.await?, expected + 1)?;
             check_count(resp.results.len(), expected)?;
             if let Some((index, code)) =
                 resp.results.iter().enumerate().find_map(|(i, r)| match r {
@@ -403,8 +403,8 @@ impl Client {
                 Ok(reply) => reply.answer().await,
                 Err(err) => (Arrival::default(), Err(err)),
             };
-            let result = body.and_then(|body| {
-                let resp: MultiResponse = decode_prefix(body)?;
+            let result = body.and_then(|mut body| {
+                let resp = MultiResponse::decode_at_most(&mut body, expected + 1)?;
                 check_count(resp.results.len(), expected)?;
                 Ok(resp
                     .results

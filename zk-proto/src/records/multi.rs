@@ -247,8 +247,36 @@ impl Record for MultiResponse {
     }
 
     fn decode(buf: &mut Bytes) -> Result<Self, DecodeError> {
+        Self::decode_at_most(buf, usize::MAX)
+    }
+}
+
+impl MultiResponse {
+    /// Decodes at most `max` results: a reply with more ends there, holding `max` results
+    /// (the rest of `buf` unread), so that a caller which sent `n` ops can pass `n + 1` and
+    /// refuse a reply by its count without decoding more than it asked for. A `delete` or
+    /// `check` result is 9 bytes on the wire and much larger decoded: without the bound, a
+    /// reply to one op could fill memory with results nobody asked for.
+    ///
+    /// ```
+    /// use zk_proto::records::{MultiResponse, MultiResult};
+    /// use zk_proto::Record;
+    ///
+    /// let reply = MultiResponse { results: vec![MultiResult::Check; 3] };
+    /// let mut bytes = zk_proto::encode_to_bytes(&reply);
+    /// let first_two = MultiResponse::decode_at_most(&mut bytes, 2).unwrap();
+    /// assert_eq!(first_two.results.len(), 2);
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Record::decode`], for the results it decodes.
+    pub fn decode_at_most(buf: &mut Bytes, max: usize) -> Result<Self, DecodeError> {
         let mut results = Vec::new();
         loop {
+            if results.len() == max {
+                return Ok(Self { results });
+            }
             let header = MultiHeader::decode(buf)?;
             if header.done {
                 return Ok(Self { results });

@@ -175,23 +175,7 @@ async fn a_multi_reply_with_fewer_results_than_ops_is_an_error_not_a_panic() {
     let req = conn.read_non_ping().await.unwrap();
     assert_eq!(req.op, OpCode::Multi.as_i32());
     // One result (check) and the end marker: one short.
-    let mut body = bytes::BytesMut::new();
-    zk_proto::Record::encode(
-        &MultiHeader {
-            op: OpCode::Check.as_i32(),
-            done: false,
-            err: 0,
-        },
-        &mut body,
-    );
-    zk_proto::Record::encode(
-        &MultiHeader {
-            op: -1,
-            done: true,
-            err: -1,
-        },
-        &mut body,
-    );
+    let body = multi_reply(&[(OpCode::Check, 0)]);
     conn.reply(req.xid, 4, ErrorCode::Ok, &body).await;
     let result = within("multi", call).await;
     assert!(

@@ -592,3 +592,33 @@ fn passwd(client: &Client) -> [u8; 16] {
         .try_into()
         .expect("16-byte password")
 }
+
+#[tokio::test]
+async fn ready_says_why_a_cache_ended_before_its_first_load() {
+    // A partition from before the cache's first read until its session expired: `ready()`
+    // must say the session expired, not that the cache was closed.
+    let TestRoot { server, root, .. } = test_root("cache_ready_expired").await;
+    let writer = connect(&server.hosts(&root)).await;
+    make_tree(&writer).await;
+    let proxy = Proxy::start(server.addr()).await;
+    let reader = Client::builder(&format!("{}{root}", proxy.connect_string()))
+        .session_timeout(Duration::from_secs(4))
+        .connect()
+        .await
+        .unwrap();
+    proxy.set_mode(Mode::Blackhole);
+    let cache = Cache::builder("/app").build(reader.clone()).unwrap();
+    expire_session(server.addr(), reader.session_id(), passwd(&reader))
+        .await
+        .unwrap();
+    assert!(!cache.is_ready(), "nothing was read through the partition");
+    proxy.set_mode(Mode::Pass);
+    let ready = within("ready", cache.ready()).await;
+    assert!(
+        matches!(
+            ready,
+            Err(zk_recipes::Error::Client(zk_client::Error::SessionExpired))
+        ),
+        "{ready:?}"
+    );
+}

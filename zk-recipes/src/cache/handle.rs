@@ -206,8 +206,10 @@ impl Cache {
     ///
     /// # Errors
     ///
-    /// [`Error::Client`](crate::Error::Client)`(Closed)` when the cache ended first (closed,
-    /// or its session ended).
+    /// The error that ended the cache first: [`Error::Client`](crate::Error::Client)`(Closed)`
+    /// when it was closed; the session's end (`SessionExpired` on a plain client,
+    /// `AuthFailed`, `Closed` when the client was closed), the session manager's end, or
+    /// [`Error::GaveUp`](crate::Error::GaveUp) when its retries ran out.
     ///
     /// # Cancel safety
     ///
@@ -250,7 +252,7 @@ impl Cache {
         if done(state) {
             Ok(())
         } else {
-            Err(zk_client::Error::Closed.into())
+            Err(self.shared.ended_with())
         }
     }
 

@@ -73,6 +73,8 @@ pub(crate) struct Shared {
     pub(super) pass: AtomicU32,
     /// Why the cache is not synced ([`Cache::last_error`](super::Cache::last_error)).
     pub(super) failing: Mutex<Option<crate::Error>>,
+    /// Why the cache ended, once it has: `None` for a close.
+    ended_with: Mutex<Option<crate::Error>>,
 }
 
 impl Shared {
@@ -88,6 +90,7 @@ impl Shared {
             initialized: AtomicBool::new(false),
             pass: AtomicU32::new(0),
             failing: Mutex::new(None),
+            ended_with: Mutex::new(None),
         }
     }
 
@@ -128,8 +131,13 @@ impl Shared {
         }
     }
 
-    /// The cache ended: no more events; every stream ends after what it has.
-    pub(super) fn end(&self) {
+    /// The cache ended (`why`: `None` for a close): no more events; every stream ends after
+    /// what it has.
+    pub(super) fn end(&self, why: Option<crate::Error>) {
+        *self
+            .ended_with
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = why;
         let mut guarded = self.guarded_mut();
         guarded.events = Ring::Ended;
         drop(guarded);
@@ -178,6 +186,15 @@ impl Shared {
     /// Nothing keeps the cache from syncing any more.
     fn clear_failing(&self) {
         *self.failing.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    /// Why the cache ended: `Closed` for a close, else the error that ended it.
+    pub(super) fn ended_with(&self) -> crate::Error {
+        self.ended_with
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .unwrap_or(crate::Error::Client(zk_client::Error::Closed))
     }
 
     pub(super) fn failing(&self) -> Option<crate::Error> {
@@ -269,7 +286,7 @@ mod tests {
         assert_eq!(ring(&s), "idle", "the ring is given back");
         let mut again = s.subscribe(Filter::All);
         s.apply(|_, _| vec![CacheEvent::Initialized]);
-        s.end();
+        s.end(None);
         assert_eq!(ring(&s), "ended");
         assert!(matches!(again.next().await, Some(CacheEvent::Initialized)));
         assert!(

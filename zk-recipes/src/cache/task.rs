@@ -50,6 +50,8 @@ pub(crate) async fn run(shared: Arc<Shared>, mut sessions: Sessions, cancel: Can
     let mut pacing = Pacing::new();
     // One turn per session, or per watch removed under us; running out ends the cache.
     let mut out_of_turns = true;
+    // Why the cache ends, for `ready()`: none for a close.
+    let mut why = None;
     for _ in turns() {
         let end = tokio::select! {
             _ = cancel.cancelled() => End::Cancelled,
@@ -57,7 +59,10 @@ pub(crate) async fn run(shared: Arc<Shared>, mut sessions: Sessions, cancel: Can
         };
         let state = match end {
             End::Session(state) => state,
-            End::GaveUp => break,
+            End::GaveUp => {
+                why = Some(gave_up());
+                break;
+            }
             End::Cancelled => {
                 out_of_turns = false;
                 break;
@@ -75,9 +80,11 @@ pub(crate) async fn run(shared: Arc<Shared>, mut sessions: Sessions, cancel: Can
             break;
         }
         debug!(?state, path = %shared.opts.path, "cache: session ended");
-        shared.failed(crate::retry::session_ended(&client));
+        let ended = crate::retry::session_ended(&client);
+        shared.failed(ended.clone());
         out_of_turns = false;
         if state != SessionState::Expired {
+            why = Some(ended);
             break;
         }
         match sessions.next(&cancel).await {
@@ -85,6 +92,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut sessions: Sessions, cancel: Can
             Err(NoNext::Stopped) => break,
             Err(NoNext::Ended(e)) => {
                 out_of_turns = e.is_gave_up();
+                why = Some(e);
                 break;
             }
         }
@@ -92,8 +100,9 @@ pub(crate) async fn run(shared: Arc<Shared>, mut sessions: Sessions, cancel: Can
     }
     if out_of_turns {
         warn!(error = %gave_up(), path = %shared.opts.path, "cache: retries ran out; the cache ends");
+        why = Some(gave_up());
     }
-    shared.end();
+    shared.end(why);
 }
 
 /// Sets the watch on `client`'s session and follows it until the session ends.

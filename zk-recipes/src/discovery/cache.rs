@@ -61,7 +61,7 @@ impl ServiceCache {
     ///
     /// # Errors
     ///
-    /// `Closed` when the session manager ended first.
+    /// As [`Cache::ready`](crate::cache::Cache::ready): the error that ended the cache first.
     ///
     /// # Cancel safety
     ///

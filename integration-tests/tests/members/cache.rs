@@ -601,16 +601,10 @@ async fn ready_says_why_a_cache_ended_before_its_first_load() {
     let writer = connect(&server.hosts(&root)).await;
     make_tree(&writer).await;
     let proxy = Proxy::start(server.addr()).await;
-    let reader = Client::builder(&format!("{}{root}", proxy.connect_string()))
-        .session_timeout(Duration::from_secs(4))
-        .connect()
-        .await
-        .unwrap();
+    let reader = connect(&format!("{}{root}", proxy.connect_string())).await;
     proxy.set_mode(Mode::Blackhole);
     let cache = Cache::builder("/app").build(reader.clone()).unwrap();
-    expire_session(server.addr(), reader.session_id(), passwd(&reader))
-        .await
-        .unwrap();
+    expire_client(server.addr(), &reader).await;
     assert!(!cache.is_ready(), "nothing was read through the partition");
     proxy.set_mode(Mode::Pass);
     let ready = within("ready", cache.ready()).await;

@@ -224,26 +224,23 @@ impl WatchRegistry {
         if on_server {
             entry.asked.pop_front();
         }
-        match (registered, sender) {
-            (None, _) => {}
-            (Some(kind), sender) => {
-                if on_server {
-                    entry.held.set(kind);
-                } else if kind == WatchKind::Persistent {
-                    // Sent as recursive (`Route::AsRecursive`): the server holds that mode
-                    // now, whatever became of the registration that routed it so.
-                    entry.held.set(WatchKind::PersistentRecursive);
+        if let Some(kind) = registered {
+            if on_server {
+                entry.held.set(kind);
+            } else if kind == WatchKind::Persistent {
+                // Sent as recursive (`Route::AsRecursive`): the server holds that mode now,
+                // whatever became of the registration that routed it so.
+                entry.held.set(WatchKind::PersistentRecursive);
+            }
+            match (kind, sender) {
+                (WatchKind::Data, WatchSender::Once(s)) => entry.data.push(s),
+                (WatchKind::Exist, WatchSender::Once(s)) => entry.exist.push(s),
+                (WatchKind::Child, WatchSender::Once(s)) => entry.child.push(s),
+                (WatchKind::Persistent, WatchSender::Stream(s)) => entry.persistent.push(s),
+                (WatchKind::PersistentRecursive, WatchSender::Stream(s)) => {
+                    entry.recursive.push(s);
                 }
-                match (kind, sender) {
-                    (WatchKind::Data, WatchSender::Once(s)) => entry.data.push(s),
-                    (WatchKind::Exist, WatchSender::Once(s)) => entry.exist.push(s),
-                    (WatchKind::Child, WatchSender::Once(s)) => entry.child.push(s),
-                    (WatchKind::Persistent, WatchSender::Stream(s)) => entry.persistent.push(s),
-                    (WatchKind::PersistentRecursive, WatchSender::Stream(s)) => {
-                        entry.recursive.push(s);
-                    }
-                    (kind, _) => debug_assert!(false, "sender type does not match {kind:?}"),
-                }
+                (kind, _) => debug_assert!(false, "sender type does not match {kind:?}"),
             }
         }
         let after = entry.recursive.len();

@@ -59,10 +59,8 @@ pub(crate) async fn run(shared: Arc<Shared>, mut sessions: Sessions, cancel: Can
         };
         let state = match end {
             End::Session(state) => state,
-            End::GaveUp => {
-                why = Some(gave_up());
-                break;
-            }
+            // `out_of_turns` is still set: the end below says why.
+            End::GaveUp => break,
             End::Cancelled => {
                 out_of_turns = false;
                 break;

@@ -1,7 +1,8 @@
 //! Leader latch on a real server: one leader at a time (a shared log of terms checked for
 //! overlaps), leadership moves on close and on the leader's session expiry, the expired
 //! leader re-joins on a new session, the two connection-state policies, no herd, and a first
-//! node of another session is replaced, not led from (CURATOR-696).
+//! node of another session is replaced, not led from (CURATOR-696), and `ready()` says why a
+//! latch ended.
 
 use std::time::Duration;
 
@@ -314,6 +315,43 @@ async fn a_first_node_of_another_session_is_replaced_instead_of_led_from() {
     b.close().await.unwrap();
     let who: Vec<_> = log.assert_no_overlap().into_iter().map(|t| t.who).collect();
     assert_eq!(who, ["a", "b"]);
+}
+
+#[tokio::test]
+async fn ready_says_why_the_latch_ended() {
+    let LeaderAndFollower {
+        a,
+        b,
+        _managers: [_, mb],
+        ..
+    } = leader_and_follower("leader_ready_why").await;
+    // B's session fails authentication: its manager ends without a new session, and so does
+    // B's latch. `ready()` must say so, not that B was closed.
+    let added = mb.client().add_auth("no-such-scheme", b"x").await;
+    assert!(
+        matches!(added, Err(zk_client::Error::AuthFailed)),
+        "{added:?}"
+    );
+    let mut states = b.watch();
+    within("b ends", states.wait_for(|s| s == Leadership::Ended)).await;
+    let ready = within("b ready", b.ready()).await;
+    assert!(
+        matches!(
+            ready,
+            Err(zk_recipes::Error::Client(zk_client::Error::AuthFailed))
+        ),
+        "{ready:?}"
+    );
+    // A close is still `Closed`.
+    a.close().await.unwrap();
+    let ready = within("a ready", a.ready()).await;
+    assert!(
+        matches!(
+            ready,
+            Err(zk_recipes::Error::Client(zk_client::Error::Closed))
+        ),
+        "{ready:?}"
+    );
 }
 
 fn last(path: &str) -> String {

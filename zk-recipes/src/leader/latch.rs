@@ -1,7 +1,7 @@
 //! [`LeaderLatch`]: Curator's leader latch, re-joining on each new session.
 
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -13,7 +13,7 @@ use super::{Leadership, LeadershipPolicy, Term};
 use crate::error::{Error, Result};
 use crate::path::check_base;
 use crate::queue::{participants, Order, Participant};
-use crate::retry::{deadline_after, turns, until, Pacing};
+use crate::retry::{deadline_after, gave_up, turns, until, Pacing};
 use crate::session::{Background, NoNext, Sessions, Source};
 
 /// A leader latch: every participant adds a node under one path; the first node's owner
@@ -61,9 +61,15 @@ struct Inner {
     id: String,
     manager: SessionManager,
     state: Arc<Publisher<Leadership>>,
+    /// Why the latch ended, set before [`Leadership::Ended`] is published: `None` for a
+    /// close.
+    ended_with: EndedWith,
     /// Dropping it stops the task, which removes our node and ends.
     task: Background,
 }
+
+/// Why the latch's task ended (`None`: closed), shared with the handle for `ready()`.
+type EndedWith = Arc<Mutex<Option<Error>>>;
 
 impl LeaderLatch {
     /// Joins the election on `path` as participant `id` and returns at once; the election
@@ -105,7 +111,9 @@ impl LeaderLatch {
             terms: AtomicU64::new(0),
         };
         let sessions = Source::Manager(manager.clone()).sessions();
-        let task = Background::spawn(|stop| run(ctx, sessions, stop));
+        let ended_with = EndedWith::default();
+        let why = ended_with.clone();
+        let task = Background::spawn(|stop| run(ctx, sessions, why, stop));
         Ok(LeaderLatch {
             inner: Arc::new(Inner {
                 base,
@@ -113,6 +121,7 @@ impl LeaderLatch {
                 id: id.to_owned(),
                 manager: manager.clone(),
                 state,
+                ended_with,
                 task,
             }),
         })
@@ -149,8 +158,9 @@ impl LeaderLatch {
     ///
     /// # Errors
     ///
-    /// [`Error::Client`]`(Closed)` when the latch is (or gets) closed or its session manager
-    /// ended.
+    /// Why the latch ended, when it ends first: [`Error::Client`]`(Closed)` when it was
+    /// closed; otherwise the error that ended it: its session manager's end (for example
+    /// `AuthFailed`), or [`Error::GaveUp`] when its retries ran out.
     ///
     /// # Cancel safety
     ///
@@ -160,7 +170,13 @@ impl LeaderLatch {
         // `Ended` is final, so this ends with it at the latest.
         match rx.wait_for(|s| s.is_leader()).await {
             Leadership::Leader(term) => Ok(term),
-            _ => Err(Error::Client(zk_client::Error::Closed)),
+            _ => Err(self
+                .inner
+                .ended_with
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
+                .unwrap_or(Error::Client(zk_client::Error::Closed))),
         }
     }
 
@@ -233,47 +249,56 @@ impl LeaderLatch {
     }
 }
 
-/// The latch's task: the election on each session the manager publishes, until stopped.
-async fn run(ctx: Ctx, mut sessions: Sessions, stop: CancellationToken) {
+/// The latch's task: the election on each session the manager publishes, until stopped;
+/// then it steps down, removes our node, records why it ended and publishes the end.
+async fn run(ctx: Ctx, sessions: Sessions, ended_with: EndedWith, stop: CancellationToken) {
+    let why = follow(&ctx, sessions, &stop).await;
+    ctx.step_down();
+    remove_own(&ctx).await;
+    *ended_with.lock().unwrap_or_else(PoisonError::into_inner) = why;
+    ctx.state.publish(Leadership::Ended);
+}
+
+/// The election on each session in turn: `None` once stopped, else why no election
+/// follows (the manager's end, or [`Error::GaveUp`] when the retries ran out).
+async fn follow(ctx: &Ctx, mut sessions: Sessions, stop: &CancellationToken) -> Option<Error> {
     let mut client = sessions.client().clone();
     // Paces the retries after an election error.
     let mut pacing = Pacing::new();
     // Bounded as every retry loop (sessions and error retries).
     for _ in turns() {
         let ended = tokio::select! {
-            _ = stop.cancelled() => break,
-            ended = elect(&ctx, &client) => ended,
+            _ = stop.cancelled() => return None,
+            ended = elect(ctx, &client) => ended,
         };
         ctx.step_down();
         match ended {
             Ok(Ended::SessionEnded) => {
                 debug!(base = %ctx.base, "session ended; waiting for the next one");
                 // Paced: sessions that die at once are not re-joined at full speed.
-                match sessions.next(&stop).await {
+                match sessions.next(stop).await {
                     Ok(next) => client = next,
-                    Err(NoNext::Stopped) => break,
+                    Err(NoNext::Stopped) => return None,
                     Err(NoNext::Ended(e)) => {
                         debug!(base = %ctx.base, error = %e, "no next session; the latch ends");
-                        break;
+                        return Some(e);
                     }
                 }
             }
             Err(e) => {
                 warn!(base = %ctx.base, error = %e, "election failed; retrying");
-                match pacing.wait(Duration::ZERO, &stop).await {
+                match pacing.wait(Duration::ZERO, stop).await {
                     Ok(true) => {}
-                    Ok(false) => break,
+                    Ok(false) => return None,
                     Err(e) => {
                         warn!(base = %ctx.base, error = %e, "the latch ends");
-                        break;
+                        return Some(e);
                     }
                 }
             }
         }
     }
-    ctx.step_down();
-    remove_own(&ctx).await;
-    ctx.state.publish(Leadership::Ended);
+    Some(gave_up())
 }
 
 /// Removes every node of the current session's guid (requests are ordered at call time, so

@@ -29,9 +29,10 @@ impl std::fmt::Display for LossReason {
 #[derive(Debug, Clone, Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A ZooKeeper operation failed.
+    /// A ZooKeeper operation failed. Never the client's `InvalidPath`: a path the client
+    /// refuses comes as [`Error::InvalidPath`], as one the recipe refuses does.
     #[error(transparent)]
-    Client(#[from] zk_client::Error),
+    Client(zk_client::Error),
     /// A wait with a limit ran out: an acquisition (`acquire_timeout`), a wait until
     /// ready (`ready_timeout`), a barrier. Nothing of ours is left behind (an acquisition's
     /// queue node, a barrier member's node are removed).
@@ -40,9 +41,9 @@ pub enum Error {
     /// The lock is (or the queue position was) lost.
     #[error("lock lost: {0}")]
     LockLost(LossReason),
-    /// A recipe's base path is not usable (for example it ends with `/`), found before any
-    /// request. A path the client refuses comes as [`Error::Client`] with the client's
-    /// `InvalidPath`.
+    /// A path is not usable (for example it ends with `/`, or has an empty segment), found
+    /// before any request: by the recipe's own check of its base path, or by the client's
+    /// check of every path it sends. One error for both.
     #[error("invalid path {path:?}: {reason}")]
     InvalidPath {
         /// The path given.
@@ -79,6 +80,17 @@ pub enum Error {
         /// What the codec said.
         reason: String,
     },
+}
+
+impl From<zk_client::Error> for Error {
+    /// The client's error as [`Error::Client`], but for its `InvalidPath`, which becomes
+    /// [`Error::InvalidPath`] (one error for one meaning).
+    fn from(e: zk_client::Error) -> Self {
+        match e {
+            zk_client::Error::InvalidPath { path, reason } => Error::InvalidPath { path, reason },
+            e => Error::Client(e),
+        }
+    }
 }
 
 impl Error {

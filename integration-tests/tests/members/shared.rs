@@ -289,6 +289,21 @@ async fn a_closed_shared_value_refuses_writes_and_leaves_the_node_as_it_was() {
     assert_eq!(client.get_data("/v").await.unwrap().0.as_ref(), b"a");
 }
 
+#[tokio::test]
+async fn a_path_the_client_refuses_is_the_recipes_invalid_path() {
+    // One error for one meaning: a path with an empty segment passes the recipe's own check
+    // and is refused by the client; the caller gets the same `InvalidPath` either way.
+    let TestRoot { hosts, .. } = test_root("shared_invalid_path").await;
+    let client = connect(&hosts).await;
+    for bad in ["/counts//a", "counts/a"] {
+        let count = SharedCount::new(client.clone(), bad, 0).await;
+        match count {
+            Err(zk_recipes::Error::InvalidPath { path, .. }) => assert_eq!(path, bad),
+            other => panic!("{bad}: {:?}", other.map(|c| c.path().to_owned())),
+        }
+    }
+}
+
 /// Under connection cuts: every increment reported as succeeded was applied exactly once.
 /// Rust increments run through a proxy that is reset again and again (a write whose reply is
 /// lost fails with `ConnectionLoss`: not acknowledged, maybe applied); Java increments at the

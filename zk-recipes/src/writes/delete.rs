@@ -284,12 +284,10 @@ fn is_final(e: &Error) -> bool {
     match e {
         Error::Client(e) => matches!(
             e,
-            zk_client::Error::NotEmpty
-                | zk_client::Error::NoAuth
-                | zk_client::Error::BadVersion
-                | zk_client::Error::InvalidPath { .. }
+            zk_client::Error::NotEmpty | zk_client::Error::NoAuth | zk_client::Error::BadVersion
         ),
         Error::GaveUp => false,
+        // `InvalidPath` (a path refused before sending) among them.
         _ => true,
     }
 }

@@ -48,8 +48,11 @@
 //! Dropping an operation's future never cancels the request: it was queued (and may already
 //! be applied) when the method was called; only its reply is discarded. A `*_watch` call
 //! whose future is dropped leaves no watch behind (the client removes it when the reply
-//! comes). Waiting helpers ([`StateWatcher::changed`], [`PersistentWatcher::next`],
-//! [`Client::wait_connected`]) are cancel safe.
+//! comes; on a server without `removeWatches`, ZooKeeper 3.4 say, the server keeps it until
+//! it fires and the client drops its event). Waiting helpers ([`StateWatcher::changed`],
+//! [`PersistentWatcher::next`], [`Client::wait_connected`]) are cancel safe. Calls of several
+//! steps ([`Client::create_all`], [`Client::delete_all`]) say in their own `# Cancel safety`
+//! section which steps a dropped future leaves undone; every method has one.
 //!
 //! # Pipelining
 //!

@@ -20,6 +20,11 @@ impl Client {
     /// # Errors
     ///
     /// `NoNode`, plus the session errors.
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards only the reply;
+    /// nothing is changed on the server.
     pub fn get_acl(
         &self,
         path: &str,
@@ -47,6 +52,11 @@ impl Client {
     ///
     /// `NoNode`, `BadVersion`, `NoAuth`, `InvalidAcl` (also for an empty ACL), plus the
     /// session errors.
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards only the reply; the
+    /// new ACL may still be set.
     pub fn set_acl(
         &self,
         path: &str,

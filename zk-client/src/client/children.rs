@@ -29,6 +29,11 @@ impl Client {
     /// # Errors
     ///
     /// `NoNode`, `NoAuth`, `InvalidPath`, plus the session errors.
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards only the reply;
+    /// nothing is changed on the server.
     pub fn get_children(
         &self,
         path: &str,
@@ -55,6 +60,11 @@ impl Client {
     ///
     /// In [`Stamped::result`]: as [`get_children`](Self::get_children). A path refused before
     /// anything is sent (`InvalidPath`) is stamped `Arrival::default()`.
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards only the reply;
+    /// nothing is changed on the server.
     pub fn get_children_stamped(
         &self,
         path: &str,
@@ -85,6 +95,11 @@ impl Client {
     /// # Errors
     ///
     /// `NoNode`, `NoAuth`, `InvalidPath`, plus the session errors.
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards only the reply;
+    /// nothing is changed on the server.
     pub fn get_children_with_stat(
         &self,
         path: &str,
@@ -111,6 +126,11 @@ impl Client {
     /// # Errors
     ///
     /// `NoNode` (no watch is left), `NoAuth`, `InvalidPath`, plus the session errors.
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards the reply and leaves
+    /// no watch behind (the client removes it when the reply comes).
     pub fn get_children_watch(
         &self,
         path: &str,
@@ -142,6 +162,11 @@ impl Client {
     /// # Errors
     ///
     /// `InvalidPath`, `Unimplemented` on servers before 3.6 (refused locally when the [`ServerProfile`](crate::ServerProfile) says so), plus the session errors.
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards only the reply;
+    /// nothing is changed on the server.
     pub fn get_ephemerals(
         &self,
         prefix: &str,
@@ -173,6 +198,11 @@ impl Client {
     /// # Errors
     ///
     /// `NoNode`, plus the session errors.
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards only the reply;
+    /// nothing is changed on the server.
     pub fn get_all_children_number(
         &self,
         path: &str,

@@ -35,6 +35,10 @@ impl Client {
     ///
     /// [`Error::Compression`](crate::Error::Compression) when the data cannot be compressed
     /// (nothing is sent); otherwise as [`create`](Self::create).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`create`](Self::create): the data is compressed and the create sent when this is called.
     pub fn create_compressed<C: Compression + ?Sized>(
         &self,
         path: &str,
@@ -55,6 +59,11 @@ impl Client {
     ///
     /// [`Error::Compression`](crate::Error::Compression) when the data cannot be compressed
     /// (nothing is sent); otherwise as [`set_data`](Self::set_data).
+    ///
+    /// # Cancel safety
+    ///
+    /// The data is compressed and the request sent when this is called: dropping the future
+    /// discards only the reply; the write may still be applied.
     pub fn set_data_compressed<C: Compression + ?Sized>(
         &self,
         path: &str,
@@ -80,6 +89,11 @@ impl Client {
     ///
     /// [`Error::Compression`](crate::Error::Compression) when the stored data does not
     /// decompress or exceeds the bound; otherwise as [`get_data`](Self::get_data).
+    ///
+    /// # Cancel safety
+    ///
+    /// The read is sent when this is called: dropping the future discards only the reply (nothing
+    /// is decompressed); nothing is changed on the server.
     pub fn get_data_decompressed<C: Compression + Clone + 'static>(
         &self,
         path: &str,

@@ -128,6 +128,11 @@ impl Client {
     ///
     /// `NoNode` when the server has no dynamic configuration (before 3.5), `NoAuth`, plus the
     /// session errors.
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards the reply and leaves
+    /// no watch behind (the client removes it when the reply comes).
     pub fn get_config_watch(
         &self,
     ) -> impl Future<Output = Result<(Bytes, Stat, Watcher)>> + Send + 'static {

@@ -390,6 +390,11 @@ impl Client {
     /// # Errors
     ///
     /// `AuthFailed` (terminal: the server closes the session), `ConnectionLoss`.
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards only the reply; the
+    /// credentials are still sent, and kept for reconnects.
     pub fn add_auth(
         &self,
         scheme: &str,
@@ -417,6 +422,11 @@ impl Client {
     /// # Errors
     ///
     /// `Unimplemented` on servers before 3.7 (refused locally when the [`ServerProfile`](crate::ServerProfile) says so), plus the session errors.
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards only the reply;
+    /// nothing is changed on the server.
     pub fn whoami(&self) -> impl Future<Output = Result<Vec<ClientInfo>>> + Send + 'static {
         let reply = self.request(OpCode::WhoAmI, BytesMut::new(), None);
         async move {
@@ -439,6 +449,11 @@ impl Client {
     ///
     /// `NoNode` when the server has no dynamic configuration, `NoAuth`, plus the session
     /// errors.
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards only the reply;
+    /// nothing is changed on the server.
     pub fn get_config(&self) -> impl Future<Output = Result<(Bytes, Stat)>> + Send + 'static {
         let body = encode(&GetDataRequest {
             path: CONFIG_NODE.to_owned(),
@@ -488,6 +503,11 @@ impl Client {
     /// # Errors
     ///
     /// `InvalidPath`, plus the session errors.
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards only the reply;
+    /// nothing is changed on the server.
     pub fn sync(&self, path: &str) -> impl Future<Output = Result<()>> + Send + 'static {
         let reply = self
             .server_path(path)

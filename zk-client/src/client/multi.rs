@@ -203,6 +203,10 @@ impl Transaction {
     /// # Errors
     ///
     /// As [`Client::multi`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Client::multi`]: the transaction is sent when `commit` is called.
     pub fn commit(self) -> impl Future<Output = Result<Vec<OpResult>>> + Send + 'static {
         self.client.multi(&self.ops)
     }
@@ -281,6 +285,11 @@ impl Client {
     /// (nothing sent); `UnexpectedReply` when the reply has another number of results than `ops`
     /// or a result of another kind than its op;
     /// plus the session errors.
+    ///
+    /// # Cancel safety
+    ///
+    /// The transaction is sent when this is called: dropping the future discards only the reply;
+    /// the transaction may still be applied (all of it or none).
     pub fn multi(
         &self,
         ops: &[Op],
@@ -352,6 +361,11 @@ impl Client {
     /// `InvalidPath` for an op's path, `UnexpectedReply` when the reply has another number
     /// of results than `ops`, plus the session errors; each read's own failure is in its
     /// [`ReadResult::Error`].
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards only the reply;
+    /// nothing is changed on the server.
     pub fn multi_read(
         &self,
         ops: &[ReadOp],
@@ -376,6 +390,11 @@ impl Client {
     ///
     /// In [`Stamped::result`]: as [`multi_read`](Self::multi_read). A path refused before
     /// anything is sent (`InvalidPath`) is stamped `Arrival::default()`.
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards only the reply;
+    /// nothing is changed on the server.
     pub fn multi_read_stamped(
         &self,
         ops: &[ReadOp],

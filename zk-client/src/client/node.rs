@@ -113,6 +113,12 @@ impl Client {
     /// `InvalidPath`, `InvalidArgument` (TTL mismatch), `Unimplemented` for a container or
     /// TTL node on a server without them (TTL nodes on a ZooKeeper without
     /// `extendedTypesEnabled` included), plus the session errors.
+    ///
+    /// # Cancel safety
+    ///
+    /// The create is sent when this is called: dropping the future discards only the reply; the
+    /// node may still be created. Without `create2`, the `exists` that reads the `Stat` is sent
+    /// only after the create's reply: a dropped future may skip it.
     pub fn create(
         &self,
         path: &str,
@@ -160,6 +166,11 @@ impl Client {
     /// # Errors
     ///
     /// As [`create`](Self::create).
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards only the reply; the
+    /// node may still be created.
     pub fn create_path(
         &self,
         path: &str,
@@ -201,6 +212,12 @@ impl Client {
     ///
     /// As [`create`](Self::create); a parent's error other than `NodeExists` is returned
     /// when the node could not be created.
+    ///
+    /// # Cancel safety
+    ///
+    /// The node's first create is sent when this is called, and may still be applied. The parents
+    /// and the retries are sent later, by the future: when it is dropped, the creates already sent
+    /// go on (parents may be left without the node); later ones are not sent.
     pub fn create_all(
         &self,
         path: &str,
@@ -265,6 +282,11 @@ impl Client {
     /// # Errors
     ///
     /// `NoNode`, `BadVersion`, `NotEmpty`, `NoAuth`, plus the session errors.
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards only the reply; the
+    /// node may still be deleted.
     pub fn delete(
         &self,
         path: &str,
@@ -286,6 +308,11 @@ impl Client {
     /// # Errors
     ///
     /// `NoAuth`, `InvalidPath`, plus the session errors (a missing node is `Ok(None)`).
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards only the reply;
+    /// nothing is changed on the server.
     pub fn exists(
         &self,
         path: &str,
@@ -319,6 +346,11 @@ impl Client {
     ///
     /// `NoAuth`, `InvalidPath`, plus the session errors (a missing node is `Ok((None, _))`,
     /// watched for its creation).
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards the reply and leaves
+    /// no watch behind (the client removes it when the reply comes).
     pub fn exists_watch(
         &self,
         path: &str,
@@ -349,6 +381,11 @@ impl Client {
     /// # Errors
     ///
     /// `NoNode`, `NoAuth`, plus the session errors.
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards only the reply;
+    /// nothing is changed on the server.
     pub fn get_data(
         &self,
         path: &str,
@@ -378,6 +415,11 @@ impl Client {
     ///
     /// In [`Stamped::result`]: as [`get_data`](Self::get_data). A path refused before anything
     /// is sent (`InvalidPath`) is stamped `Arrival::default()`.
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards only the reply;
+    /// nothing is changed on the server.
     pub fn get_data_stamped(
         &self,
         path: &str,
@@ -411,6 +453,11 @@ impl Client {
     /// # Errors
     ///
     /// `NoNode` (no watch is left), `NoAuth`, `InvalidPath`, plus the session errors.
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards the reply and leaves
+    /// no watch behind (the client removes it when the reply comes).
     pub fn get_data_watch(
         &self,
         path: &str,
@@ -439,6 +486,11 @@ impl Client {
     /// # Errors
     ///
     /// `NoNode`, `BadVersion`, `NoAuth`, plus the session errors.
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards only the reply; the
+    /// write may still be applied.
     pub fn set_data(
         &self,
         path: &str,

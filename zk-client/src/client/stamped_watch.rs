@@ -35,6 +35,11 @@ impl Client {
     ///
     /// In [`Stamped::result`]: as [`get_data_watch`](Self::get_data_watch). A path refused
     /// before anything is sent (`InvalidPath`) is stamped `Arrival::default()`.
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards the reply and leaves
+    /// no watch behind (the client removes it when the reply comes).
     pub fn get_data_watch_stamped(
         &self,
         path: &str,
@@ -73,6 +78,11 @@ impl Client {
     ///
     /// In [`Stamped::result`]: `NoNode` (no watch is left), `NoAuth`, `InvalidPath` (stamped
     /// `Arrival::default()`), plus the session errors.
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards the reply and leaves
+    /// no watch behind (the client removes it when the reply comes).
     pub fn get_children_watch_stamped(
         &self,
         path: &str,
@@ -116,6 +126,11 @@ impl Client {
     ///
     /// In [`Stamped::result`]: `NoAuth`, `InvalidPath` (stamped `Arrival::default()`), plus
     /// the session errors (a missing node is `Ok((None, _))`).
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards the reply and leaves
+    /// no watch behind (the client removes it when the reply comes).
     pub fn exists_watch_stamped(
         &self,
         path: &str,

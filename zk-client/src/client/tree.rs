@@ -46,7 +46,8 @@ impl Client {
     ///
     /// # Cancel safety
     ///
-    /// The calls already made go on when the future is dropped; later rounds do not happen.
+    /// Nothing is sent until the future is first polled. The calls already made go on when it
+    /// is dropped; later rounds do not happen.
     pub fn delete_all(&self, path: &str) -> impl Future<Output = Result<()>> + Send + 'static {
         let checked = self.server_path(path).and_then(|server_path| {
             if server_path == "/" {

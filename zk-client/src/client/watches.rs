@@ -31,6 +31,11 @@ impl Client {
     ///
     /// `InvalidPath`, `Unimplemented` on servers before 3.6 (refused locally when the [`ServerProfile`](crate::ServerProfile) says so), plus the session
     /// errors. The stream itself ends with `SessionExpired`/`AuthFailed`/`Closed`.
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards the reply and leaves
+    /// no watch behind (the client removes it when the reply comes).
     pub fn add_watch(
         &self,
         path: &str,
@@ -88,6 +93,11 @@ impl Client {
     /// # Errors
     ///
     /// `Server(NoWatcher)` when the server holds no such watch, plus the session errors.
+    ///
+    /// # Cancel safety
+    ///
+    /// The request is sent when this is called: dropping the future discards only the reply; if it
+    /// succeeds, the watches are still removed, on the server and locally.
     pub fn remove_watches(
         &self,
         path: &str,

@@ -9,7 +9,7 @@ use std::time::Duration;
 use integration_tests::prelude::*;
 use integration_tests::proxy::{Cut, Mode, Proxy};
 use integration_tests::{chroot, fresh_standalone, ZkTarget};
-use zk_client::{Client, CreateOptions, SessionManager, SessionState};
+use zk_client::{Acl, Client, CreateOptions, Perms, SessionManager, SessionState};
 use zk_recipes::leader::{LeaderLatch, Leadership, LeadershipPolicy};
 
 const PATH: &str = "/election/latch";
@@ -352,6 +352,41 @@ async fn ready_says_why_the_latch_ended() {
         ),
         "{ready:?}"
     );
+}
+
+#[tokio::test]
+async fn an_election_error_after_our_create_leaves_no_node_of_ours_ahead_of_us() {
+    // For a while the election path takes creates but refuses listings (no READ): each try
+    // makes our node, then fails with NoAuth. A later try must not queue behind the node of
+    // an earlier one (ours, on the same session, so never deleted by its session's end):
+    // once the path can be read again, we lead from our one node.
+    let TestRoot { hosts, .. } = test_root("leader_error_own_node").await;
+    let admin = connect(&hosts).await;
+    admin
+        .create("/election", b"", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    let no_read = vec![Acl::world(Perms::ALL & !Perms::READ)];
+    admin
+        .create(PATH, b"", &CreateOptions::persistent().with_acl(no_read))
+        .await
+        .unwrap();
+    let log = TermLog::default();
+    let m = manager(&hosts).await;
+    let a = join(&log, &m, PATH, "a", LeadershipPolicy::Standard);
+    // Tries about 0, 0.1, 0.25, 0.55 and 1.1 s in (paced), each refused after its create.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!a.is_leader());
+    admin
+        .set_acl(PATH, &[Acl::world(Perms::ALL)], None)
+        .await
+        .unwrap();
+    leads(&a).await;
+    let nodes = wait_nodes(&admin, PATH, 1).await;
+    assert!(a.leadership().term().unwrap().node.ends_with(&nodes[0]));
+    a.close().await.unwrap();
+    wait_nodes(&admin, PATH, 0).await;
+    m.close().await.unwrap();
 }
 
 fn last(path: &str) -> String {

@@ -100,6 +100,9 @@ async fn elect_inner(ctx: &Ctx, client: &Client) -> Result<Ended> {
         if client.state().is_terminal() {
             return Ok(Ended::SessionEnded);
         }
+        // Never queue behind a node of our own: an earlier round on this session that ended
+        // with an error left its node (the session's end alone would remove it).
+        remove_earlier(ctx, client).await?;
         let nodes = Protected::new(&ctx.base);
         if let Ok(mut own) = ctx.own.lock() {
             *own = Some((client.clone(), nodes.clone()));
@@ -113,6 +116,27 @@ async fn elect_inner(ctx: &Ctx, client: &Client) -> Result<Ended> {
         ctx.step_down();
     }
     Err(gave_up())
+}
+
+/// Removes the nodes of the round before this one when it ran on `client`'s session (it
+/// ended with an error, or its node was deleted: then this finds nothing).
+///
+/// # Errors
+///
+/// The removal's error: no new node is made while an earlier one may be left.
+async fn remove_earlier(ctx: &Ctx, client: &Client) -> Result<()> {
+    let earlier = ctx.own.lock().ok().and_then(|own| {
+        own.as_ref()
+            .filter(|(on, _)| on.session_id() == client.session_id())
+            .map(|(_, nodes)| nodes.clone())
+    });
+    if let Some(nodes) = earlier {
+        let removed = nodes.delete_all(client).await?;
+        if removed > 0 {
+            debug!(base = %ctx.base, removed, "removed our node of an earlier round");
+        }
+    }
+    Ok(())
 }
 
 /// Follows the queue until our node is gone (returns `Ok`) or the session ends (an error).

@@ -3,7 +3,8 @@
 //! (`soak/locks.rs`) saw holders lose their node to another contender's release while
 //! their sessions lived on; these tests reproduce each way deterministically.
 //!
-//! All three failed on zk-recipes as of 37d9207.
+//! The first three failed on zk-recipes as of 37d9207. The last one (an abandoned
+//! acquisition's node, left at the path for the session's life) failed before its fix.
 
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use integration_tests::prelude::*;
 use integration_tests::proxy::{Cut, Mode, Proxy};
 use integration_tests::{standalone, ZkTarget};
 use tokio::time::timeout;
-use zk_client::{Op, SessionState};
+use zk_client::{Client, CreateOptions, Op, SessionState};
 use zk_recipes::{
     lock::{ExclusiveLock, LockState},
     LossReason,
@@ -103,4 +104,48 @@ async fn release_retried_after_a_lost_reply_spares_the_next_holder() {
         held_b.state()
     );
     let _ = held_b.release().await;
+}
+
+#[tokio::test]
+async fn an_abandoned_acquisition_removes_its_node_through_a_reconnect() {
+    let TestRoot {
+        server,
+        root,
+        hosts,
+    } = test_root("ex_abandoned_cleanup").await;
+    let admin = connect(&hosts).await;
+    admin
+        .create("/locks", b"", &CreateOptions::persistent())
+        .await
+        .unwrap();
+    let proxy = Proxy::start(server.addr()).await;
+    // A long session, and calls made while disconnected that give up after 200 ms.
+    let client = Client::builder(&format!("{}{root}", proxy.connect_string()))
+        .session_timeout(Duration::from_secs(30))
+        .reconnect_wait(Duration::from_millis(200));
+    let client = within("connect", client.connect()).await.unwrap();
+    let lock = ExclusiveLock::new(client.clone(), PATH).unwrap();
+    // The create applies, its reply is lost with the connection, and no server takes the
+    // reconnect: the acquisition is abandoned (dropped) while it waits.
+    proxy.set_mode(Mode::Refuse);
+    proxy.drop_next_create_reply();
+    let abandoned = timeout(Duration::from_millis(500), lock.acquire()).await;
+    assert!(abandoned.is_err(), "{:?}", abandoned.map(|r| r.is_ok()));
+    assert!(
+        admin.exists(PATH).await.unwrap().is_some(),
+        "the create applied"
+    );
+    // The cleanup's first read, made while disconnected, fails after 200 ms. The node must
+    // still go once the session is back: it is ours, and it blocks every other acquirer.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    proxy.set_mode(Mode::Pass);
+    eventually("the abandoned node removed", SOON, || async {
+        admin.exists(PATH).await.unwrap().is_none().then_some(())
+    })
+    .await;
+    assert_eq!(
+        client.state(),
+        SessionState::Connected,
+        "the session lived on"
+    );
 }

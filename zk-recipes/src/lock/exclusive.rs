@@ -6,6 +6,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
+use tracing::warn;
 use uuid::Uuid;
 use zk_client::{Client, CreateMode, CreateOptions, Stat};
 
@@ -258,12 +259,24 @@ impl ExclusiveLock {
 
 /// The cleanup of an abandoned attempt: deletes the node at `path` if it is ours.
 /// Requests are ordered at call time, so this read sees any create the attempt had sent.
+/// Connection losses are waited out: a node of ours left at the path would block every other
+/// acquirer for the session's life.
 fn remove_if_ours((client, path, mark): (Client, String, Mark)) -> BoxTask {
     Box::pin(async move {
-        if let Ok((held_by, stat)) = client.get_data(&path).await {
-            if mark.is_ours(&held_by, &stat) {
-                let _ = delete_guaranteed(&client, &path, Some(stat.czxid)).await;
+        let removed = match retrying(&client, || client.get_data(&path)).await {
+            Ok((held_by, stat)) if mark.is_ours(&held_by, &stat) => {
+                delete_guaranteed(&client, &path, Some(stat.czxid))
+                    .await
+                    .map(drop)
             }
+            // Another's, or gone.
+            Ok(_) | Err(Error::Client(zk_client::Error::NoNode)) => Ok(()),
+            // The session ended: our ephemeral node went with it.
+            Err(e) if e.is_session_end() => Ok(()),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = removed {
+            warn!(%path, error = %e, "could not remove an abandoned lock node");
         }
     })
 }

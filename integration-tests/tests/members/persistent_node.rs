@@ -157,6 +157,12 @@ async fn a_lost_create_reply_never_makes_two_nodes() {
         ),
         ("protected", NodeOptions::ephemeral().protected(true)),
         ("plain", NodeOptions::ephemeral()),
+        // Curator's unprotected `EPHEMERAL_SEQUENTIAL` (service discovery's dynamic
+        // sequential instances): found again by its prefix and our session.
+        (
+            "plain sequential",
+            NodeOptions::new(CreateMode::EphemeralSequential),
+        ),
         (
             "protected persistent",
             NodeOptions::persistent().protected(true),
@@ -184,7 +190,13 @@ async fn a_lost_create_reply_never_makes_two_nodes() {
                 assert!(nodes[0].starts_with("_c_"), "{what}: protected name");
             }
             if options.mode == CreateMode::EphemeralSequential {
-                assert!(nodes[0].len() > "n-".len() + 40, "{what}: sequence suffix");
+                let sequence = nodes[0].get(nodes[0].len().saturating_sub(10)..);
+                assert!(
+                    nodes[0].len() >= "n-".len() + 10
+                        && sequence.is_some_and(|s| s.bytes().all(|b| b.is_ascii_digit())),
+                    "{what}: sequence suffix in {}",
+                    nodes[0]
+                );
             }
             node.close().await.unwrap();
             assert!(

@@ -102,7 +102,9 @@ impl ServiceDiscovery {
     ///
     /// Not cancel safe: a registration replaced by this call is closed first, and the new
     /// one is kept only once this returns `Ok`. Dropping the future before then leaves
-    /// neither (the new node, if made, is deleted); register again.
+    /// neither for a dynamic instance (its new node, if made, is deleted); a static or
+    /// permanent instance's node, persistent by design, may have been written and stays,
+    /// unknown to [`unregister`](Self::unregister). Register again.
     pub async fn register(&self, instance: &ServiceInstance) -> Result<()> {
         check_segment(&instance.name)?;
         check_segment(&instance.id)?;
@@ -121,7 +123,8 @@ impl ServiceDiscovery {
                     CreateMode::EphemeralSequential
                 };
                 // Curator's names, unprotected: `<id>` or `<id><sequence>` (a sequential
-                // create whose reply is lost cannot be found again: Curator has the same gap).
+                // create whose reply is lost is found again by its prefix and our session,
+                // where Curator would make a second node).
                 let options = NodeOptions::new(mode);
                 let node =
                     PersistentNode::new_managed(&self.manager, &path, json.as_bytes(), options)?;

@@ -20,7 +20,8 @@ use crate::session::{Background, Source};
 /// - **Re-created** when someone deletes it, and on the manager's next session after an
 ///   expiry (an ephemeral node goes with its session), always with the latest data.
 /// - **Never two.** A create whose reply was lost with the connection is not sent blindly
-///   again: a protected node is found by its guid, a plain one by its name and owner.
+///   again: a protected node is found by its guid, a plain one by its name and owner, a plain
+///   ephemeral sequential one by its name's prefix and owner.
 /// - **Owner check.** A node of our name held by another session (say, our own expired
 ///   session that the server has not reaped yet) is deleted and replaced by ours, never taken
 ///   over as ours (Curator 5.4 adopts it, and the registration disappears when that session

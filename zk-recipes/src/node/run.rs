@@ -15,7 +15,7 @@ use zk_client::{Client, CreateMode, CreateOptions, EventType, Stat, Watcher};
 use super::shared::{Command, NodeEvent, Shared};
 use crate::error::Error;
 use crate::path::{join, name as name_of, parent as parent_of};
-use crate::queue::{create_marked, delete_guaranteed, Mark, Protected};
+use crate::queue::{create_marked, delete_guaranteed, find_sequential, Mark, Protected};
 use crate::retry::{gave_up, turns, wait_connected, Pacing, HEALTHY_AFTER};
 use crate::session::{NoNext, Sessions};
 
@@ -256,6 +256,13 @@ impl Run {
         self.shared.emit(event);
     }
 
+    /// Whether the node is a plain (unprotected) ephemeral sequential one: found after a lost
+    /// reply by its name's prefix and our session ([`Mark::Sequence`]).
+    fn plain_ephemeral_sequential(&self) -> bool {
+        let mode = self.mode();
+        !self.shared.options.protected && mode.is_sequential() && mode.is_ephemeral()
+    }
+
     /// The first create: `Ok(true)` when the node is there and ours.
     async fn first_create(&mut self) -> Step<bool> {
         let protected = self.shared.options.protected;
@@ -288,15 +295,18 @@ impl Run {
         }
         let data = self.shared.data();
         let options = self.create_options(self.mode());
-        // Our node is recognised after a lost reply by its guid (protected) or by its name
-        // and owner (a fixed name; a plain sequential name cannot be: use `protected`).
+        // Our node is recognised after a lost reply by its guid (protected), by its name
+        // and owner (a fixed name), or by its name's prefix and owner (a plain ephemeral
+        // sequential name).
         let mark = if protected {
             Mark::Guid(self.guid)
+        } else if self.plain_ephemeral_sequential() {
+            Mark::Sequence
         } else {
             Mark::Name
         };
         // Until the create answers, a close must look for what it may have made.
-        if protected {
+        if protected || matches!(mark, Mark::Sequence) {
             self.uncertain = true;
         } else if !self.mode().is_sequential() {
             self.actual = Some(path.clone());
@@ -517,6 +527,14 @@ impl Run {
                 let parent = parent_of(&self.shared.base).to_owned();
                 match self.protected(&parent).find(&client).await {
                     Ok(Some(name)) => Some(join(&parent, &name)),
+                    _ => None,
+                }
+            }
+            None if self.uncertain && self.plain_ephemeral_sequential() => {
+                let parent = parent_of(&self.shared.base);
+                let prefix = name_of(&self.shared.base);
+                match find_sequential(&client, parent, prefix).await {
+                    Ok(Some(name)) => Some(join(parent, &name)),
                     _ => None,
                 }
             }

@@ -17,8 +17,9 @@ pub struct NodeOptions {
     /// the name the server gave (Curator does the same).
     pub mode: CreateMode,
     /// Put Curator's `_c_<uuid>-` prefix before the name, so that a create whose reply was
-    /// lost is found by its guid instead of being made twice. Needed to recover a
-    /// sequential node after a lost reply.
+    /// lost is found by its guid instead of being made twice. Needed to recover a persistent
+    /// sequential node after a lost reply (an ephemeral sequential one is found by its name's
+    /// prefix and our session).
     pub protected: bool,
     /// Time to live, for the TTL modes: the node is touched (its data written again) every
     /// half TTL so the server never reaps it while the handle lives.

@@ -156,8 +156,14 @@ pub(crate) enum Mark {
     /// listed and the node found by the guid, whatever sequence the server gave it.
     Guid(Uuid),
     /// By its name, which is ours alone (a fixed path, a fresh UUID as the name): the node
-    /// is looked at. A plain sequential name cannot be recognised (use a guid).
+    /// is looked at.
     Name,
+    /// By its name's prefix and our session: a plain (unprotected) ephemeral sequential
+    /// node, `<name><sequence>` (Curator's `EPHEMERAL_SEQUENTIAL` without protection, as
+    /// service discovery's dynamic sequential instances). The parent is listed for names of
+    /// the prefix and a sequence, and the one our session owns is ours
+    /// ([`find_sequential`]). A persistent sequential node has no owner to tell: protect it.
+    Sequence,
 }
 
 /// What [`create_marked`] made (or found).
@@ -252,6 +258,9 @@ pub(crate) async fn create_marked(
                     .await?
                     .map(|name| (crate::path::join(parent, &name), name)),
                     Mark::Name => Some((path.to_owned(), crate::path::name(path).to_owned())),
+                    Mark::Sequence => find_sequential(client, parent, crate::path::name(path))
+                        .await?
+                        .map(|name| (crate::path::join(parent, &name), name)),
                 };
                 if let Some((full, name)) = found {
                     // Retried: a connection loss here must not lead to a second create.
@@ -280,6 +289,43 @@ pub(crate) async fn create_marked(
         attempt = create().await;
     }
     Err(gave_up())
+}
+
+/// The newest of `parent`'s children named `prefix` and a sequence that our session owns:
+/// a plain ephemeral sequential node of ours ([`Mark::Sequence`]). The listing and the reads
+/// are retried through connection losses; a missing parent is `None`.
+///
+/// # Errors
+///
+/// The session's end; the listing's or a read's other errors.
+pub(crate) async fn find_sequential(
+    client: &Client,
+    parent: &str,
+    prefix: &str,
+) -> Result<Option<String>> {
+    let session = client.session_id();
+    let children = match retrying(client, || client.get_children(parent)).await {
+        Ok(children) => children,
+        Err(Error::Client(zk_client::Error::NoNode)) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut ours: Vec<&String> = children
+        .iter()
+        .filter(|name| {
+            name.strip_prefix(prefix)
+                .is_some_and(|rest| rest.len() == naming::SEQUENCE_LEN)
+                && naming::sequence_suffix(name).is_some()
+        })
+        .collect();
+    ours.sort_by_key(|name| std::cmp::Reverse(naming::sequence_of(name)));
+    for name in ours {
+        let path = crate::path::join(parent, name);
+        match retrying(client, || client.exists(&path)).await? {
+            Some(stat) if stat.ephemeral_owner == session => return Ok(Some(name.clone())),
+            _ => {}
+        }
+    }
+    Ok(None)
 }
 
 /// A random (version 4) guid from the thread's CSPRNG (`rand::thread_rng`, seeded from the

@@ -36,7 +36,9 @@ mod wait;
 
 pub(crate) use acquire::{acquire, create_node, QueueSpec};
 pub(crate) use cleanup::{detached, in_background, BoxTask, OnDrop, Orphan};
-pub(crate) use create::{create_if_absent, create_marked, ensure_containers, Mark, Protected};
+pub(crate) use create::{
+    create_if_absent, create_marked, ensure_containers, find_sequential, Mark, Protected,
+};
 pub(crate) use delete::delete_guaranteed;
 pub use delete::Released;
 pub(crate) use owner::local_address;

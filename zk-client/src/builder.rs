@@ -28,6 +28,15 @@ pub const SUGGESTED_POISON_QUARANTINE: Duration = crate::session::poison::DEFAUL
 /// unread (see [`ClientBuilder::watch_buffer`]).
 pub const DEFAULT_WATCH_BUFFER: usize = 4096;
 
+/// The longest wait a builder keeps: a longer one (`Duration::MAX` for "never", say) counts
+/// as this, about 30 years, so that every deadline computed from it stays representable.
+pub(crate) const LONGEST_WAIT: Duration = Duration::from_secs(30 * 365 * 24 * 60 * 60);
+
+/// `wait`, at most [`LONGEST_WAIT`].
+pub(crate) fn capped(wait: Duration) -> Duration {
+    wait.min(LONGEST_WAIT)
+}
+
 // The constructors of `Client` live here, beside the builder they return, so that the
 // client module does not import this one (imports go one way: builder -> client).
 impl Client {
@@ -69,6 +78,9 @@ impl Client {
 }
 
 /// Configures and connects a [`Client`].
+///
+/// Every wait it takes may be as long as you like: one beyond about 30 years
+/// (`Duration::MAX` for "never", say) counts as 30 years.
 ///
 /// ```no_run
 /// # async fn f() -> zk_client::Result<()> {
@@ -182,9 +194,11 @@ impl ClientBuilder {
     }
 
     /// The session timeout to ask for (default [`DEFAULT_SESSION_TIMEOUT`], 10 s). The
-    /// server's answer sets the ping interval (1/3) and the read timeout (2/3).
+    /// server's answer sets the ping interval (1/3) and the read timeout (2/3). At most
+    /// `i32::MAX` milliseconds (about 24.8 days, the protocol's limit): a longer one asks for
+    /// that.
     pub fn session_timeout(mut self, timeout: Duration) -> Self {
-        self.session_timeout = timeout;
+        self.session_timeout = timeout.min(Duration::from_millis(i32::MAX as u64));
         self
     }
 
@@ -195,7 +209,7 @@ impl ClientBuilder {
     /// accepts connections and never answers them, cannot use up the session timeout, after
     /// which the client gives the session up), at least 100 ms.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = Some(timeout);
+        self.connect_timeout = Some(capped(timeout));
         self
     }
 
@@ -264,7 +278,7 @@ impl ClientBuilder {
     /// Bound on [`connect`](Self::connect) establishing the first session, across as many
     /// attempts and hosts as fit. Default: twice the session timeout.
     pub fn establish_timeout(mut self, timeout: Duration) -> Self {
-        self.establish_timeout = Some(timeout);
+        self.establish_timeout = Some(capped(timeout));
         self
     }
 
@@ -273,7 +287,7 @@ impl ClientBuilder {
     /// Default: the session timeout. (Calls already on the wire when the connection drops
     /// fail at once with `ConnectionLoss`; they are never re-sent.)
     pub fn reconnect_wait(mut self, wait: Duration) -> Self {
-        self.reconnect_wait = Some(wait);
+        self.reconnect_wait = Some(capped(wait));
         self
     }
 
@@ -388,7 +402,7 @@ impl ClientBuilder {
     /// # Ok(()) }
     /// ```
     pub fn poison_quarantine(mut self, quarantine: Duration) -> Self {
-        self.poison_quarantine = quarantine;
+        self.poison_quarantine = capped(quarantine);
         self.poison = None;
         self
     }
@@ -413,7 +427,7 @@ impl ClientBuilder {
     /// Choose it well above the slowest call you expect: a `sync` or a large `multi` on a
     /// loaded ensemble can take seconds.
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = Some(timeout);
+        self.request_timeout = Some(capped(timeout));
         self
     }
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
-use crate::builder::ClientBuilder;
+use crate::builder::{capped, ClientBuilder};
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::state::SessionState;
@@ -204,8 +204,8 @@ impl SessionManagerBuilder {
     /// The pause before the first renewal attempt after an expiry, and the longest pause
     /// (each failed attempt doubles it, with up to 50 % jitter).
     pub fn renew_backoff(mut self, first: Duration, max: Duration) -> Self {
-        self.backoff.first = first;
-        self.backoff.max = max;
+        self.backoff.first = capped(first);
+        self.backoff.max = capped(max);
         self
     }
 
@@ -215,9 +215,9 @@ impl SessionManagerBuilder {
     /// Defaults [`DEFAULT_RENEW_PACE_FIRST`], [`DEFAULT_RENEW_PACE_MAX`],
     /// [`DEFAULT_RENEW_STABLE_AFTER`]. A zero `stable_after` turns the pacing off.
     pub fn renew_pacing(mut self, first: Duration, max: Duration, stable_after: Duration) -> Self {
-        self.backoff.pace_first = first;
-        self.backoff.pace_max = max;
-        self.backoff.stable_after = stable_after;
+        self.backoff.pace_first = capped(first);
+        self.backoff.pace_max = capped(max);
+        self.backoff.stable_after = capped(stable_after);
         self
     }
 

@@ -289,3 +289,36 @@ async fn builder_credentials_go_first_and_a_rejection_fails_connect() {
     let res = within("connect", client).await.unwrap();
     assert!(matches!(res, Err(Error::AuthFailed)), "{res:?}");
 }
+
+#[tokio::test]
+async fn the_longest_waits_a_builder_takes_do_not_stop_the_client() {
+    // `Duration::MAX` for the waits a user may set: a call queued while disconnected, and
+    // one on the wire, must still be served (the deadlines are far off, not an overflow).
+    let server = FakeServer::start().await;
+    let (client, mut conn) = zk_test_support::connect_client(&server, "", 0x9, 3000, |b| {
+        b.reconnect_wait(Duration::MAX)
+            .request_timeout(Duration::MAX)
+    })
+    .await;
+    let on_the_wire = client.get_data("/a");
+    let req = conn.read_non_ping().await.unwrap();
+    conn.reply(req.xid, 5, ErrorCode::Ok, &data_reply(b"a"))
+        .await;
+    assert_eq!(&within("call", on_the_wire).await.unwrap().0[..], b"a");
+    let mut states = client.watch();
+    drop(conn);
+    assert_eq!(
+        within("state", states.changed()).await,
+        SessionState::Disconnected
+    );
+    let queued = client.get_data("/b");
+    let mut conn = server.accept().await;
+    let req = conn.read_connect().await;
+    assert_eq!(req.session_id, 0x9);
+    conn.send_connect(0x9, 3000, false).await;
+    let req = within("queued call", conn.read_non_ping()).await.unwrap();
+    conn.reply(req.xid, 6, ErrorCode::Ok, &data_reply(b"b"))
+        .await;
+    assert_eq!(&within("queued", queued).await.unwrap().0[..], b"b");
+    assert_eq!(client.state(), SessionState::Connected);
+}

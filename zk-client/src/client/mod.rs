@@ -389,7 +389,11 @@ impl Client {
     ///
     /// # Errors
     ///
-    /// `AuthFailed` (terminal: the server closes the session), `ConnectionLoss`.
+    /// `AuthFailed` (terminal: the server closes the session), `ConnectionLoss`: the
+    /// credentials may or may not have been taken (sent before the connection dropped, they
+    /// are kept and replayed on every reconnect; not sent within
+    /// [`reconnect_wait`](crate::ClientBuilder::reconnect_wait), they are not). Call again:
+    /// the client keeps each credential once, and the server holds one identity for it.
     ///
     /// # Cancel safety
     ///

@@ -526,7 +526,12 @@ impl Session {
         }
         if req.op == OpCode::Auth {
             write_packet(&mut self.out, special::AUTH, OpCode::Auth, &req.body);
-            self.auths.push(req.body.freeze());
+            // Kept once: a caller repeats an `add_auth` answered `ConnectionLoss`, which may
+            // have been taken.
+            let body = req.body.freeze();
+            if !self.auths.contains(&body) {
+                self.auths.push(body);
+            }
             self.auth_waiters.push_back(Some(req.reply));
         } else {
             let Some(req) = self.merge(req, now) else {

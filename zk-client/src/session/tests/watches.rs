@@ -197,6 +197,42 @@ fn reconnect_sends_auth_then_set_watches_then_queued_requests() {
 }
 
 #[test]
+fn credentials_added_again_after_a_connection_loss_are_replayed_once() {
+    // An `add_auth` answered `ConnectionLoss` may or may not have been taken: the caller
+    // sends it again. The session keeps each credential once, so a reconnect replays it once.
+    let mut f = connected();
+    let auth = encode(&AuthPacket {
+        auth_type: 0,
+        scheme: "digest".into(),
+        auth: Bytes::from_static(b"u:p"),
+    });
+    let mut lost = f.submit(OpCode::Auth, auth.clone(), None);
+    f.sent();
+    f.disconnect(&Disconnect::Transport, f.now);
+    assert!(matches!(
+        lost.try_recv().unwrap(),
+        Err(crate::Error::ConnectionLoss)
+    ));
+    f.connect(0x42, false);
+    f.sent();
+    f.reply(special::AUTH, 0, ErrorCode::Ok, b"").unwrap();
+    let mut again = f.submit(OpCode::Auth, auth.clone(), None);
+    f.sent();
+    f.reply(special::AUTH, 0, ErrorCode::Ok, b"").unwrap();
+    assert!(again.try_recv().unwrap().is_ok());
+    f.disconnect(&Disconnect::Transport, f.now);
+    f.connect(0x42, false);
+    let replayed: Vec<_> = f
+        .sent()
+        .iter()
+        .map(Sent::packet)
+        .filter(|p| p.0 == special::AUTH)
+        .map(|p| p.2)
+        .collect();
+    assert_eq!(replayed, [auth], "one credential, one replay");
+}
+
+#[test]
 fn a_set_watches_the_server_refuses_drops_the_connection_and_the_next_one_re_arms() {
     let mut f = connected();
     let (_r, mut watcher) = f.watch(OpCode::GetData, "/root/a", WatchKind::Data);

@@ -163,8 +163,9 @@
 //! [`Watcher`], a future of the one event, only when the call succeeded (an `exists_watch`
 //! on a missing node succeeds and watches for its creation). [`Client::add_watch`] returns a
 //! [`PersistentWatcher`] stream. Watches survive reconnects (SetWatches relative to the last
-//! zxid seen), and resolve with the terminal error when the session ends, so they never
-//! hang. Event paths are relative to the chroot. Dropping a watcher before its event drops
+//! zxid seen: a one-shot watch fires at once for a change made while disconnected; a
+//! persistent one is re-added without that catch-up, see [`PersistentWatcher`]), and resolve
+//! with the terminal error when the session ends, so they never hang. Event paths are relative to the chroot. Dropping a watcher before its event drops
 //! interest in it: it is not re-registered after a reconnect, and when no other watcher of
 //! the client needs the same server-side watch, the client removes it (`removeWatches`).
 //! That holds whatever else is going on: a watcher dropped before its call's reply, while

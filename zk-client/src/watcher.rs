@@ -117,7 +117,11 @@ impl Drop for Watcher {
 /// Created by [`Client::add_watch`](crate::Client::add_watch). Events arrive in server order.
 /// A persistent watch sees `NodeCreated`, `NodeDeleted`, `NodeDataChanged` and
 /// `NodeChildrenChanged` on its node; a recursive one sees the first three on its node and
-/// every descendant. It survives reconnects (re-registered with `SetWatches2`).
+/// every descendant. It survives reconnects (re-registered with `SetWatches2`), but changes
+/// made while the client was disconnected are not replayed: the server re-adds a persistent
+/// watch with no catch-up (a one-shot watch, by contrast, fires at once for a change since
+/// the last zxid the client saw). Follow [`Client::watch`](crate::Client::watch) and read
+/// again what you follow when the state comes back to `Connected` (zk-recipes' caches do).
 ///
 /// Dropping it drops interest; when no other watcher of this client is left on the path, the
 /// client also removes the server-side watch (`removeWatches` of kind `Any`).

@@ -62,9 +62,9 @@ fn remaining(deadline: Option<Instant>) -> Option<std::time::Duration> {
 ///
 /// # Cancel safety
 ///
-/// Dropping an acquisition releases the locks it had taken (in reverse order, in the
-/// background), and the lock it was waiting for leaves nothing behind, as each lock's own
-/// `acquire` promises.
+/// Dropping an acquisition releases the locks it had taken in the background (each on a task
+/// of its own, started last taken first: the server may see them in another order), and the
+/// lock it was waiting for leaves nothing behind, as each lock's own `acquire` promises.
 ///
 /// # Example
 ///
@@ -140,8 +140,9 @@ impl MultiLock {
     }
 }
 
-/// The guards of a [`MultiLock`], in acquisition order. Releasing (or dropping) it releases
-/// them in reverse order.
+/// The guards of a [`MultiLock`], in acquisition order. Releasing it releases them in
+/// reverse order; dropping it starts their releases in the background, last taken first,
+/// each on a task of its own (so the server may see them in another order).
 #[derive(Debug)]
 pub struct MultiGuard {
     guards: Vec<LockGuard>,

@@ -67,7 +67,9 @@ impl Created {
 /// The create is sent when the future is first polled. If the future is dropped, or the call
 /// fails, after the create may have been applied, every node of this call's guid is deleted
 /// in the background (through reconnects), as Curator does for a failed protected create:
-/// nothing of a call that did not return `Ok` is left behind.
+/// nothing of a call that did not return `Ok` is left behind. One exception: a persistent
+/// node whose create applied just before the session ended stays (the clean-up needs the
+/// session; Curator has the same gap). Find it by the guid prefix of its name.
 pub async fn create_protected(
     client: &Client,
     path: &str,

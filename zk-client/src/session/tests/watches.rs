@@ -157,14 +157,19 @@ fn set_watches_uses_the_last_reply_zxid_not_notification_zxids() {
     assert_eq!(sw[0].relative_zxid, 10);
 }
 
-#[test]
-fn reconnect_sends_auth_then_set_watches_then_queued_requests() {
-    let mut f = connected();
-    let auth = encode(&AuthPacket {
+/// An `Auth` request body with digest credentials.
+fn digest_auth() -> Bytes {
+    encode(&AuthPacket {
         auth_type: 0,
         scheme: "digest".into(),
         auth: Bytes::from_static(b"u:p"),
-    });
+    })
+}
+
+#[test]
+fn reconnect_sends_auth_then_set_watches_then_queued_requests() {
+    let mut f = connected();
+    let auth = digest_auth();
     let mut auth_reply = f.submit(OpCode::Auth, auth.clone(), None);
     let sent = f.sent();
     assert_eq!(sent[0].packet().0, special::AUTH);
@@ -201,11 +206,7 @@ fn credentials_added_again_after_a_connection_loss_are_replayed_once() {
     // An `add_auth` answered `ConnectionLoss` may or may not have been taken: the caller
     // sends it again. The session keeps each credential once, so a reconnect replays it once.
     let mut f = connected();
-    let auth = encode(&AuthPacket {
-        auth_type: 0,
-        scheme: "digest".into(),
-        auth: Bytes::from_static(b"u:p"),
-    });
+    let auth = digest_auth();
     let mut lost = f.submit(OpCode::Auth, auth.clone(), None);
     f.sent();
     f.disconnect(&Disconnect::Transport, f.now);

@@ -7,7 +7,7 @@ use tokio::sync::oneshot;
 use zk_proto::records::{EventType, WatcherType};
 
 use super::outbox::{Event, Outbox};
-use super::set_watches::{Batcher, List, SetWatchesBatch};
+use super::set_watches::{Batcher, List, Rearm, SetWatchesBatch};
 use crate::command::{WatchKind, WatchSender};
 use crate::error::{Error, Result};
 use crate::event::{Arrival, WatchedEvent};
@@ -168,10 +168,10 @@ pub(crate) struct WatchRegistry {
     paths: HashMap<String, PathWatches, BuildPathHasher>,
     /// Number of live recursive registrations (0 means events need no ancestor walk).
     recursive: usize,
-    /// SetWatches packets sent on this connection and not yet answered. The events before
-    /// their replies are the server catching up on what changed while disconnected: nothing
-    /// is derived from them and nothing is dropped.
-    rearming: usize,
+    /// The SetWatches packets that re-armed this connection, until all are answered. The
+    /// events before a packet's reply include the server catching up on what changed while
+    /// disconnected: for that packet's paths nothing is derived and nothing dropped.
+    rearming: Rearm,
 }
 
 impl WatchRegistry {
@@ -329,9 +329,9 @@ impl WatchRegistry {
     }
 
     /// Whether `server_path`'s children changes are derived (see [`fire`](Self::fire)):
-    /// never while SetWatches is being answered.
+    /// never while the server may still be catching up on it (its SetWatches packet unanswered).
     fn derives_children(&self, server_path: &str) -> bool {
-        self.rearming == 0
+        !self.rearming.catching_up(server_path)
             && self
                 .paths
                 .get(server_path)
@@ -526,7 +526,7 @@ impl WatchRegistry {
             }
         }
         self.recursive = 0;
-        self.rearming = 0;
+        self.rearming = Rearm::default();
     }
 
     /// The SetWatches (or SetWatches2, when persistent watches exist) packets that re-arm
@@ -544,7 +544,7 @@ impl WatchRegistry {
         batch_bytes: usize,
     ) -> Vec<SetWatchesBatch> {
         self.rearm();
-        self.rearming = 0;
+        self.rearming = Rearm::default();
         if self.paths.is_empty() {
             return Vec::new();
         }
@@ -567,15 +567,16 @@ impl WatchRegistry {
             for (_, list) in lists.into_iter().filter(|(present, _)| *present) {
                 batcher.push(list, path);
             }
+            batcher.end_path(path);
         }
-        let batches = batcher.finish();
-        self.rearming = batches.len();
+        let (batches, rearming) = batcher.finish_rearm();
+        self.rearming = rearming;
         batches
     }
 
     /// The server answered one SetWatches packet.
     pub(crate) fn set_watches_answered(&mut self) {
-        self.rearming = self.rearming.saturating_sub(1);
+        self.rearming.answered();
     }
 
     /// A new connection holds no watch until SetWatches registers the live ones, in the order

@@ -264,6 +264,53 @@ fn set_watches_lists_one_shots_then_the_strongest_mode_and_derives_after_its_rep
 }
 
 #[test]
+fn a_path_derives_again_once_its_own_set_watches_packet_is_answered() {
+    // Enough watched paths for the re-arm to go in two packets: `/r/a` (recursive, with a
+    // persistent watcher) in the first. A child created after the first reply, before the
+    // second, is `/r/a`'s children change: it must be derived (a 3.8 server sends none for a
+    // recursive watch), not held back until every packet is answered.
+    let mut f = Fixture::new(SessionConfig {
+        set_watches_batch: 64,
+        ..config()
+    });
+    f.connect(0x42, false);
+    f.sent();
+    let (mut p, mut r) = persistent_then_recursive(&mut f);
+    let mut others = Vec::new();
+    for i in 0..8 {
+        let (_r, w) = f.watch(
+            OpCode::GetData,
+            &format!("/z/{i:02}-{}", "x".repeat(20)),
+            WatchKind::Data,
+        );
+        f.reply(3 + i, 3 + i64::from(i), ErrorCode::Ok, b"")
+            .unwrap();
+        others.push(w);
+    }
+    f.disconnect(&Disconnect::Transport, f.now);
+    f.connect(0x42, false);
+    let batches: Vec<_> = f
+        .sent()
+        .iter()
+        .map(Sent::packet)
+        .filter(|p| p.0 == special::SET_WATCHES)
+        .map(|(_, _, body)| decode_exact::<SetWatches2>(body).unwrap())
+        .collect();
+    assert!(batches.len() >= 2, "{batches:?}");
+    assert_eq!(batches[0].persistent_recursive_watches, ["/r/a"]);
+    f.reply(special::SET_WATCHES, 20, ErrorCode::Ok, b"")
+        .unwrap();
+    f.notify(EventType::NodeCreated, "/r/a/new");
+    assert_eq!(next(&mut r), ev(EventType::NodeCreated, "/r/a/new"));
+    assert_eq!(next(&mut p), ev(EventType::NodeChildrenChanged, "/r/a"));
+    for _ in 1..batches.len() {
+        f.reply(special::SET_WATCHES, 20, ErrorCode::Ok, b"")
+            .unwrap();
+    }
+    assert_eq!(next(&mut p), None, "once, not again after the last reply");
+}
+
+#[test]
 fn dropping_every_watcher_removes_all_with_any_and_never_a_persistent_type() {
     let mut f = connected();
     let (p, r) = persistent_then_recursive(&mut f);

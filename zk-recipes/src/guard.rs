@@ -88,6 +88,12 @@ impl Hold {
         }
     }
 
+    /// Whether a guard still holds it (not all released, even if a release is still
+    /// deleting the node) and it is not known lost.
+    pub(crate) fn is_held(&self) -> bool {
+        self.count.load(Ordering::Acquire) > 0 && !matches!(self.current(), LockState::Lost(_))
+    }
+
     /// Path of the lock node.
     pub(crate) fn path(&self) -> &str {
         &self.path

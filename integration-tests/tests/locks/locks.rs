@@ -326,3 +326,74 @@ async fn downgrade_with_a_queued_writer_does_not_deadlock() {
     assert_eq!(state, LockState::Held);
     assert!(wait_children(&admin, "/locks/dg", 0, SOON).await.is_empty());
 }
+
+/// A downgrade is only for a write lock still held. (A) The write guard was dropped: its
+/// release runs in the background, and its delete's reply is lost, so the lock instance
+/// still remembers the hold while another writer takes the lock. (B) An operator deleted the
+/// write node under a live guard, and another writer took the lock. Either way, a read
+/// acquisition that took the old write node's position would hold beside that writer.
+#[tokio::test]
+async fn a_read_lock_never_joins_another_writer_through_a_stale_downgrade() {
+    use integration_tests::proxy::{Mode, Proxy};
+    let TestRoot {
+        server,
+        root,
+        hosts,
+    } = test_root("downgrade_stale").await;
+    let admin = connect(&hosts).await;
+    let proxy = Proxy::start(server.addr()).await;
+    let t = ReadWriteLock::new(
+        connect_for_faults(&format!("{}{root}", proxy.connect_string())).await,
+        "/locks/st",
+    )
+    .unwrap();
+    let w2 = ReadWriteLock::new(connect(&hosts).await, "/locks/st").unwrap();
+
+    // (A)
+    let write = t.write_lock().acquire().await.unwrap();
+    let writer = {
+        let w2 = w2.clone();
+        tokio::spawn(async move { w2.write_lock().acquire_timeout(SOON).await })
+    };
+    assert_eq!(wait_children(&admin, "/locks/st", 2, SOON).await.len(), 2);
+    // The delete applies, its reply is lost with the connection, and T stays disconnected
+    // (its release waits to delete again) until its read acquisition has started.
+    proxy.set_mode(Mode::Refuse);
+    proxy.drop_next_reply_to(2);
+    drop(write);
+    let w2_write = writer
+        .await
+        .unwrap()
+        .expect("the queued writer takes the lock");
+    // On this task: a downgrade is for the task that holds the write lock.
+    let (read, ()) = tokio::join!(
+        t.read_lock().acquire_timeout(Duration::from_secs(3)),
+        async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            proxy.set_mode(Mode::Pass);
+        }
+    );
+    assert!(
+        read.as_ref().is_err_and(|e| e.is_timeout()),
+        "(A) a read lock beside a writer: {:?}",
+        read.map(|g| g.node_name().to_owned())
+    );
+    assert_eq!(w2_write.state(), LockState::Held);
+    w2_write.release().await.unwrap();
+    assert!(wait_children(&admin, "/locks/st", 0, SOON).await.is_empty());
+
+    // (B)
+    let write = t.write_lock().acquire().await.unwrap();
+    admin.delete(write.path(), None).await.unwrap();
+    let w2_write = w2.write_lock().acquire_timeout(SOON).await.unwrap();
+    let read = t.read_lock().acquire_timeout(Duration::from_secs(1)).await;
+    assert!(
+        read.is_err(),
+        "(B) a read lock beside a writer: {:?}",
+        read.map(|g| g.node_name().to_owned())
+    );
+    assert_eq!(w2_write.state(), LockState::Held);
+    w2_write.release().await.unwrap();
+    drop(write);
+    assert!(wait_children(&admin, "/locks/st", 0, SOON).await.is_empty());
+}

@@ -452,12 +452,15 @@ impl FairLock {
             return Ok(None);
         };
         // A downgrade: this task holds the companion write lock, so our read node goes at
-        // the write node's position (CURATOR-621) instead of the end of the queue.
+        // the write node's position (CURATOR-621) instead of the end of the queue. Only
+        // while a guard holds it: a dropped guard's release may still be deleting the node,
+        // and another writer may hold the lock already.
         let own_writer = self
             .inner
             .companion
             .as_ref()
             .and_then(|w| w.current_hold())
+            .filter(|h| h.is_held())
             .map(|h| crate::path::name(h.path()).to_owned());
         let client = self.inner.source.client();
         let Some(acquired) = acquire(

@@ -27,6 +27,14 @@ use bytes::Bytes;
 /// both nodes; releasing the write lock first leaves the read lock held (the downgrade is
 /// complete). Both sides are re-entrant per task, like [`FairLock`].
 ///
+/// A downgrade needs the write lock still held: after its guard is dropped (its release may
+/// still be under way) the read lock queues as any reader's. If the write node is found gone
+/// when the downgrade looks (deleted by someone, its session ended), the read acquisition
+/// fails with [`Error::LockLost`](crate::Error::LockLost)`(NodeDeleted)`: another writer
+/// may hold the lock.
+/// Taking the write lock while holding only the read lock (an upgrade) waits for the read
+/// node forever, as in Curator: release the read lock first.
+///
 /// Curator before 5.5.0 (Debian's 5.4.0, for one) creates a downgrade's read node as a
 /// sequential node at the end of the queue. A writer queued between its write node and
 /// that read node, Curator's or ours, then gets the lock as soon as the write node goes,

@@ -15,6 +15,7 @@
 
 use bytes::Bytes;
 use tokio::time::Instant;
+use tracing::debug;
 use zk_client::{Client, CreateMode, Stat, Watcher};
 
 use super::cleanup::{detached, Orphan};
@@ -189,6 +190,12 @@ async fn wait_turn(
                 }
             }
         };
+        // A downgrade stands on our write node: gone (deleted by someone, or its session's
+        // end), another writer may hold the lock, and our read node sits ahead of it.
+        if let Some(write) = ignore.filter(|w| !children.iter().any(|c| c == w)) {
+            debug!(base = %spec.base, %write, "our write node is gone: no downgrade");
+            return Err(Error::LockLost(LossReason::NodeDeleted));
+        }
         let Place { position, second } = locate(&children, ours, spec.intent, ignore);
         let (node, only) = match position {
             Position::Acquired => return Ok(Some(epoch)),

@@ -1,10 +1,17 @@
 //! The guaranteed delete: our node is gone when it returns, through reconnects, and it says
 //! who removed it.
 
-use zk_client::Client;
+use std::time::Duration;
+
+use zk_client::{Client, ErrorCode};
 
 use crate::error::{LossReason, Result};
 use crate::retry::{gave_up, turns, wait_connected};
+
+/// The first pause after the server asked us to come back later, doubling up to
+/// [`LATER_MAX`].
+const LATER_FIRST: Duration = Duration::from_millis(50);
+const LATER_MAX: Duration = Duration::from_secs(2);
 
 /// What a release (a guaranteed delete of our node) did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,8 +31,9 @@ pub enum Released {
     },
 }
 
-/// Deletes `path`, retrying through connection losses until it is gone or the session ended
-/// (then the ephemeral node is gone anyway). Curator calls this a guaranteed delete.
+/// Deletes `path`, retrying through connection losses and the server's requests to come back
+/// later (`Throttled`, `RequestTimeout`, paced) until it is gone or the session ended (then
+/// the ephemeral node is gone anyway). Curator calls this a guaranteed delete.
 ///
 /// Says who removed the node: [`Released::Deleted`] (we did; also when a delete whose
 /// reply was lost with the connection is followed by `NoNode`, since that first delete
@@ -43,6 +51,7 @@ pub(crate) async fn delete_guaranteed(
     owner: Option<i64>,
 ) -> Result<Released> {
     let mut maybe_applied = false;
+    let mut pause = LATER_FIRST;
     for _ in turns() {
         let attempt = match owner {
             None => client.delete(path, None).await,
@@ -76,8 +85,44 @@ pub(crate) async fn delete_guaranteed(
             Err(e) if e.is_terminal() => {
                 return Ok(Released::AlreadyGone(LossReason::SessionEnded))
             }
+            // The server's "later": `Throttled` (not applied, ZooKeeper 3.6+) or
+            // `RequestTimeout` (maybe applied). The client's own `Timeout` dropped the
+            // connection: the next attempt waits for the reconnect.
+            Err(e) if e.is_retryable() => {
+                maybe_applied |= !matches!(e, zk_client::Error::Server(ErrorCode::Throttled));
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(LATER_MAX);
+            }
             Err(e) => return Err(e.into()),
         }
     }
     Err(gave_up())
+}
+
+#[cfg(test)]
+mod tests {
+    use zk_proto::{ErrorCode, OpCode};
+    use zk_test_support::{connect_client, within, FakeServer};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_delete_the_server_throttles_is_tried_again() {
+        // ZooKeeper 3.6+ refuses a throttled request without applying it (`Throttled`);
+        // `RequestTimeout` asks to come back later too. Neither ends the guaranteed delete:
+        // giving up would leave our node at the head of its queue for the session's life.
+        let server = FakeServer::start().await;
+        let (client, mut conn) = connect_client(&server, "", 7, 30_000, |b| b).await;
+        let deleting = tokio::spawn(async move { delete_guaranteed(&client, "/q/n", None).await });
+        for refusal in [ErrorCode::Throttled, ErrorCode::RequestTimeout] {
+            let req = within("delete", conn.read_non_ping()).await.unwrap();
+            assert_eq!(req.op, OpCode::Delete.as_i32());
+            conn.reply(req.xid, 1, refusal, b"").await;
+        }
+        let req = within("delete again", conn.read_non_ping()).await.unwrap();
+        assert_eq!(req.op, OpCode::Delete.as_i32());
+        conn.reply(req.xid, 2, ErrorCode::Ok, b"").await;
+        let released = within("released", deleting).await.unwrap();
+        assert_eq!(released.unwrap(), Released::Deleted);
+    }
 }

@@ -110,6 +110,33 @@ async fn the_load_reads_many_nodes_to_a_request_and_a_reply_too_large_alone() {
 }
 
 #[tokio::test]
+async fn a_node_too_large_for_the_reader_is_skipped_and_the_cache_gets_ready() {
+    // A node whose data is over the reader's frame limit cannot be read alone either: as a
+    // node it may not read (`NoAuth`), it is skipped, and the rest of the tree loads. It
+    // never blocks the cache (each pass failing on it, again and again).
+    let TestRoot { hosts, .. } = test_root("cache_too_large").await;
+    let writer = connect(&hosts).await;
+    let nodes = make_tree(&writer).await;
+    writer
+        .create(
+            "/app/huge",
+            &vec![b'x'; 100_000],
+            &CreateOptions::persistent(),
+        )
+        .await
+        .unwrap();
+    let reader = Client::builder(&hosts)
+        .session_timeout(Duration::from_secs(10))
+        .max_frame_len(64 * 1024);
+    let reader = within("connect", reader.connect()).await.unwrap();
+    let cache = Cache::builder("/app").build(reader.clone()).unwrap();
+    within("ready", cache.ready()).await.unwrap();
+    assert!(cache.get("/app/huge").is_none());
+    assert_eq!(cache.len(), nodes, "every other node");
+    cache.close().await.unwrap();
+}
+
+#[tokio::test]
 async fn load_then_events_match_the_server_with_one_server_watch() {
     // A server of its own: its watch count is this test's alone.
     let server = fresh_standalone().await;

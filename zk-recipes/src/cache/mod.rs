@@ -12,7 +12,10 @@
 //! hundred nodes instead of two per node, which makes a load of 10,000 nodes several times
 //! faster (`bench/cache-curve.md`). A batch whose reply would be longer than the client
 //! reads (`Error::ReplyTooLarge`: several nodes near 1 MiB) is split in halves and read again,
-//! down to single reads; nothing else notices. After that, a
+//! down to single reads; nothing else notices. A node this client cannot read at all (its
+//! data or child list alone over the client's
+//! [`max_frame_len`](zk_client::ClientBuilder::max_frame_len), or `NoAuth`) is skipped with a
+//! warning, and the rest of the tree loads. After that, a
 //! `NodeCreated`/`NodeDataChanged` event makes it read the node again, and `NodeDeleted`
 //! removes it (and anything cached below it). The snapshot ([`Cache::get`],
 //! [`Cache::children`], [`Cache::entries`]) is in memory and never waits for the network.

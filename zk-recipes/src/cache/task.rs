@@ -430,18 +430,19 @@ impl Sync<'_> {
             }
             Reply::Children(Err(Error::NoNode)) => {}
             Reply::Data(Err(e)) | Reply::Children(Err(e)) | Reply::Exists(Err(e)) => {
-                if matches!(e, Error::NoAuth) {
-                    // Unreadable: never cached, and retrying would not help.
-                } else if counted {
-                    self.walk_failed = true;
-                } else if !e.is_terminal() {
-                    // A refresh was lost: the change it was for may be missed.
-                    self.retry_at
-                        .get_or_insert_with(|| Instant::now() + RETRY_FIRST);
-                }
-                if matches!(e, Error::NoAuth) {
-                    warn!(path = %op.path, "cache: no permission to read a node; it is skipped");
+                // Unreadable (no permission, or a reply over our frame limit even alone):
+                // never cached, and retrying would not help.
+                let unreadable = matches!(e, Error::NoAuth | Error::ReplyTooLarge { .. });
+                if unreadable {
+                    warn!(path = %op.path, error = %e, "cache: a node cannot be read; it is skipped");
                 } else {
+                    if counted {
+                        self.walk_failed = true;
+                    } else if !e.is_terminal() {
+                        // A refresh was lost: the change it was for may be missed.
+                        self.retry_at
+                            .get_or_insert_with(|| Instant::now() + RETRY_FIRST);
+                    }
                     debug!(path = %op.path, error = %e, "cache: read failed");
                 }
             }

@@ -83,6 +83,9 @@ impl Inflate {
                 new: self.node(new),
             },
             CacheEvent::Deleted(node) => {
+                // Gone from the cache: so from the memo, for an app that only reads events
+                // (nothing else prunes it then).
+                self.lock().remove(&node.path);
                 let node = self.uncached(node);
                 CacheEvent::Deleted(node)
             }
@@ -194,5 +197,21 @@ mod tests {
         );
         inflate.prune(0, |p| p == "/a");
         assert!(inflate.error("/b", 5).is_some(), "small memos are kept");
+    }
+
+    #[test]
+    fn a_deleted_node_leaves_the_memo_of_an_app_that_only_reads_events() {
+        // Churn of short-lived nodes, followed through events alone (nothing calls `get` or
+        // `entries`, which prune): the memo must not keep every path ever seen.
+        let inflate = Inflate::new(Arc::new(Reverse::default()));
+        for i in 0..1_000 {
+            let path = format!("/jobs/j{i:04}");
+            let created = inflate.event(CacheEvent::Created(node(&path, b"cba", 1)));
+            assert!(
+                matches!(created, CacheEvent::Created(n) if n.data.as_deref() == Some(&b"abc"[..]))
+            );
+            inflate.event(CacheEvent::Deleted(node(&path, b"cba", 1)));
+        }
+        assert_eq!(inflate.lock().len(), 0);
     }
 }

@@ -397,3 +397,48 @@ async fn a_read_lock_never_joins_another_writer_through_a_stale_downgrade() {
     drop(write);
     assert!(wait_children(&admin, "/locks/st", 0, SOON).await.is_empty());
 }
+
+/// An operator removes a lock's whole path while a waiter waits (or the server reaps the
+/// emptied container): the waiter's node is gone with it, which the lock reports as such.
+#[tokio::test]
+async fn a_waiter_whose_lock_path_is_deleted_gets_lock_lost() {
+    let TestRoot { hosts, .. } = test_root("lock_path_deleted").await;
+    let admin = connect(&hosts).await;
+    let lock = |client| FairLock::new(client, "/locks/gone").unwrap();
+    let held = lock(connect(&hosts).await).acquire().await.unwrap();
+    // Two waiters: the last one has two nodes ahead, so its predecessor's delete makes it
+    // list the path again (a waiter with one node ahead takes the lock without a listing).
+    let mut waiting = Vec::new();
+    for n in 2..=3 {
+        let waiter = lock(connect(&hosts).await);
+        waiting.push(tokio::spawn(async move {
+            waiter
+                .acquire_timeout(SOON)
+                .await
+                .map(|g| g.node_name().to_owned())
+        }));
+        assert_eq!(wait_children(&admin, "/locks/gone", n, SOON).await.len(), n);
+    }
+    // In one transaction, the nodes last to first, then the path.
+    let mut nodes = children(&admin, "/locks/gone").await;
+    nodes.sort_by_key(|n| n[n.len() - 10..].to_owned());
+    let mut ops: Vec<_> = nodes
+        .iter()
+        .rev()
+        .map(|n| zk_client::Op::delete(&format!("/locks/gone/{n}"), None))
+        .collect();
+    ops.push(zk_client::Op::delete("/locks/gone", None));
+    admin.multi(&ops).await.unwrap();
+    let last = waiting.pop().unwrap();
+    let got = within("the last waiter", last).await.unwrap();
+    assert!(
+        matches!(
+            got,
+            Err(zk_recipes::Error::LockLost(
+                zk_recipes::LossReason::NodeDeleted
+            ))
+        ),
+        "{got:?}"
+    );
+    drop(held);
+}

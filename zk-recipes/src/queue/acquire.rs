@@ -183,6 +183,9 @@ async fn wait_turn(
                 let epoch = client.connection_epoch();
                 match client.get_children(&spec.base).await {
                     Ok(children) => (epoch, children),
+                    // The lock's path is gone (deleted, or reaped as an empty container):
+                    // so is our node.
+                    Err(zk_client::Error::NoNode) => (epoch, Vec::new()),
                     Err(e) => {
                         retry_after(client, e).await?;
                         continue;

@@ -32,6 +32,9 @@ pub(crate) async fn wait_for_room(
         };
         let (children, watcher) = match listing {
             Ok(listing) => listing,
+            // The leases' path is gone (deleted, or reaped as an empty container): so is
+            // our lease.
+            Err(zk_client::Error::NoNode) => (Vec::new(), None),
             Err(e) => {
                 retry_after(client, e).await?;
                 watch = false;

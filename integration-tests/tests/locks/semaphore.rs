@@ -1,7 +1,7 @@
 //! Semaphores on a real server: never more holders than leases (under contention and with
 //! holders' sessions expiring), one waiter woken per freed lease (counted on the server),
-//! cancelled or timed-out acquisitions leave no node, a waiter whose lease node is deleted
-//! queues again, `acquire_many` is all or nothing;
+//! cancelled or timed-out acquisitions leave no node, a waiter whose lease node (or whole
+//! path) is deleted queues again, `acquire_many` is all or nothing;
 //! `MultiLock` is all or nothing too; revocation reaches a lease holder; every lock carries
 //! owner data and lists its participants.
 
@@ -481,4 +481,37 @@ async fn a_lease_whose_create_reply_is_lost_is_found_not_doubled() {
         lease.release().await.unwrap();
     }
     wait_nodes(&admin, 0, 0).await;
+}
+
+/// The semaphore's whole path is deleted (by an operator, or its containers reaped) while a
+/// waiter waits for a lease: its lease node is gone with it, so, as when only its lease node
+/// is deleted, it queues again (and the holder's lease is gone too: it gets one).
+#[tokio::test]
+async fn a_waiter_whose_semaphore_path_is_deleted_queues_again() {
+    let TestRoot { hosts, .. } = test_root("sema_path_deleted").await;
+    let admin = connect(&hosts).await;
+    let held = Semaphore::new(connect(&hosts).await, "/sema", 1)
+        .unwrap()
+        .acquire()
+        .await
+        .unwrap();
+    let waiter = Semaphore::new(connect(&hosts).await, "/sema", 1).unwrap();
+    let waiting = tokio::spawn(async move { waiter.acquire_timeout(SOON).await.map(drop) });
+    // The waiter holds the mutex and has its lease node: it waits on the leases' listing.
+    wait_nodes(&admin, 2, 1).await;
+    // In one transaction: every node, then the parents.
+    let mut ops = Vec::new();
+    for parent in ["/sema/leases", "/sema/locks"] {
+        for name in children(&admin, parent).await {
+            ops.push(zk_client::Op::delete(&format!("{parent}/{name}"), None));
+        }
+    }
+    for path in ["/sema/leases", "/sema/locks", "/sema"] {
+        ops.push(zk_client::Op::delete(path, None));
+    }
+    admin.multi(&ops).await.unwrap();
+    let got = within("the waiter", waiting).await.unwrap();
+    assert!(got.is_ok(), "{got:?}");
+    assert_eq!(within("lost", held.lost()).await, LossReason::NodeDeleted);
+    drop(held);
 }

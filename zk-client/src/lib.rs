@@ -110,8 +110,11 @@
 //! re-sent), the state becomes [`SessionState::Disconnected`], and the client reconnects to
 //! the next host of the connect string with the same session id and password. Calls made
 //! while disconnected wait for the reconnect, up to
-//! [`reconnect_wait`](ClientBuilder::reconnect_wait), then fail with `ConnectionLoss`. After a
-//! reconnect, credentials are replayed and watches re-registered before any queued request.
+//! [`reconnect_wait`](ClientBuilder::reconnect_wait), then fail with `ConnectionLoss`; so do
+//! calls that were still waiting for a slot of the
+//! [`max_outstanding`](ClientBuilder::max_outstanding) window when the connection dropped
+//! (never written, they are sent after the reconnect, in call order). After a reconnect,
+//! credentials are replayed and watches re-registered before any queued request.
 //!
 //! The session ends in [`SessionState::Expired`] when a server says so or when no server has
 //! answered for the whole negotiated timeout; in [`SessionState::AuthFailed`] when

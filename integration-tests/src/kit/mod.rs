@@ -24,7 +24,7 @@ pub use recipes::{
     enter, join, leaders, leads, participant_ids, wait_lock_state, TermLog, TermRecord,
 };
 pub use session::{
-    assert_no_state_change, assert_read_only_session, back_to_read_write, connect,
+    answered, assert_no_state_change, assert_read_only_session, back_to_read_write, connect,
     connect_for_faults, connect_with_timeout, expire_client, leave_member_0_read_only, managed,
     manager, manager_with_session, passwd, server_of, test_root, wait_state, write_until_done,
     TestRoot, SESSION,

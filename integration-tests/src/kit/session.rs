@@ -157,6 +157,25 @@ pub async fn expire_client(server: std::net::SocketAddr, client: &Client) {
     .await;
 }
 
+/// `op` again while it fails with a retryable error (a member of a shared ensemble may be
+/// down, or the members electing: a leader's death makes every member drop its clients),
+/// within [`LIMIT`]; its first other outcome.
+pub async fn answered<F, Fut, T>(what: &str, mut op: F) -> zk_client::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = zk_client::Result<T>>,
+{
+    within(what, async {
+        loop {
+            match op().await {
+                Err(e) if e.is_retryable() => tokio::time::sleep(Duration::from_millis(100)).await,
+                other => return other,
+            }
+        }
+    })
+    .await
+}
+
 /// Retries a write through `client` until it is applied (a member may be electing).
 pub async fn write_until_done<F, Fut, T>(what: &str, mut op: F) -> T
 where

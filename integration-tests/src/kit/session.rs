@@ -160,24 +160,32 @@ pub async fn expire_client(server: std::net::SocketAddr, client: &Client) {
 /// `op` again while it fails with a retryable error (a member of a shared ensemble may be
 /// down, or the members electing: a leader's death makes every member drop its clients),
 /// within [`LIMIT`]; its first other outcome.
-pub async fn answered<F, Fut, T>(what: &str, mut op: F) -> zk_client::Result<T>
+pub async fn answered<F, Fut, T>(what: &str, op: F) -> zk_client::Result<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = zk_client::Result<T>>,
 {
-    within(what, async {
-        loop {
-            match op().await {
-                Err(e) if e.is_retryable() => tokio::time::sleep(Duration::from_millis(100)).await,
-                other => return other,
-            }
-        }
-    })
-    .await
+    again_while(what, op, Error::is_retryable).await
 }
 
 /// Retries a write through `client` until it is applied (a member may be electing).
-pub async fn write_until_done<F, Fut, T>(what: &str, mut op: F) -> T
+pub async fn write_until_done<F, Fut, T>(what: &str, op: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = zk_client::Result<T>>,
+{
+    let again = |e: &Error| e.is_retryable() || matches!(e, Error::Server(_));
+    again_while(what, op, again)
+        .await
+        .unwrap_or_else(|e| panic!("{what}: {e}"))
+}
+
+/// `op` again, 100 ms apart, while its error is one `again` accepts, within [`LIMIT`].
+async fn again_while<F, Fut, T>(
+    what: &str,
+    mut op: F,
+    again: impl Fn(&Error) -> bool,
+) -> zk_client::Result<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = zk_client::Result<T>>,
@@ -185,11 +193,8 @@ where
     within(what, async {
         loop {
             match op().await {
-                Ok(v) => return v,
-                Err(e) if e.is_retryable() || matches!(e, Error::Server(_)) => {
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-                Err(e) => panic!("{what}: {e}"),
+                Err(e) if again(&e) => tokio::time::sleep(Duration::from_millis(100)).await,
+                other => return other,
             }
         }
     })

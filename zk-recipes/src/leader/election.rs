@@ -96,13 +96,14 @@ fn is_session_end(e: &Error) -> bool {
 }
 
 async fn elect_inner(ctx: &Ctx, client: &Client) -> Result<Ended> {
+    // Never queue behind a node of our own: an earlier call on this session that ended with
+    // an error left its node (the session's end alone would remove it). Within the loop, a
+    // round ends only when its node is gone.
+    remove_earlier(ctx, client).await?;
     for _ in turns() {
         if client.state().is_terminal() {
             return Ok(Ended::SessionEnded);
         }
-        // Never queue behind a node of our own: an earlier round on this session that ended
-        // with an error left its node (the session's end alone would remove it).
-        remove_earlier(ctx, client).await?;
         let nodes = Protected::new(&ctx.base);
         if let Ok(mut own) = ctx.own.lock() {
             *own = Some((client.clone(), nodes.clone()));
@@ -118,8 +119,8 @@ async fn elect_inner(ctx: &Ctx, client: &Client) -> Result<Ended> {
     Err(gave_up())
 }
 
-/// Removes the nodes of the round before this one when it ran on `client`'s session (it
-/// ended with an error, or its node was deleted: then this finds nothing).
+/// Removes the nodes of the round before this call when it ran on `client`'s session (it
+/// ended with an error).
 ///
 /// # Errors
 ///

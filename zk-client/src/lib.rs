@@ -168,9 +168,10 @@
 //! [`PersistentWatcher`] stream. Watches survive reconnects (SetWatches relative to the last
 //! zxid seen: a one-shot watch fires at once for a change made while disconnected; a
 //! persistent one is re-added without that catch-up, see [`PersistentWatcher`]), and resolve
-//! with the terminal error when the session ends, so they never hang. Event paths are relative to the chroot. Dropping a watcher before its event drops
-//! interest in it: it is not re-registered after a reconnect, and when no other watcher of
-//! the client needs the same server-side watch, the client removes it (`removeWatches`).
+//! with the terminal error when the session ends, so they never hang. Event paths are
+//! relative to the chroot. Dropping a watcher before its event drops interest in it: it is
+//! not re-registered after a reconnect, and when no other watcher of the client needs the
+//! same server-side watch, the client removes it (`removeWatches`).
 //! That holds whatever else is going on: a watcher dropped before its call's reply, while
 //! another call sets a watch on the same path, or beside a one-shot watcher that keeps a
 //! persistent watch alive until it fires; the client looks again each time a registration
